@@ -1,6 +1,6 @@
 module github.com/idemlambda/idem
 
-go 1.26.0
+go 1.26
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
