@@ -1,0 +1,232 @@
+// Package obs writes the one structured log line each request produces.
+//
+// The line is JSON from log/slog and is at the same time a CloudWatch Embedded
+// Metric Format (EMF) document: CloudWatch Logs turns it into the metrics
+// requests, duration_ms and redis_round_trips per function and outcome, with
+// no call to the CloudWatch API and no agent. On Lambda, writing the line to
+// standard output is all it takes.
+package obs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Outcomes of a request, the values of Request.Outcome and of the EMF
+// dimension "outcome".
+const (
+	// OutcomeExecuted: the work ran and its result was stored.
+	OutcomeExecuted = "executed"
+	// OutcomeReplayed: a completed result was returned again.
+	OutcomeReplayed = "replayed"
+	// OutcomeInProgress: a duplicate arrived while the first was still running.
+	OutcomeInProgress = "in_progress"
+	// OutcomeMismatch: a known key arrived with a different payload.
+	OutcomeMismatch = "mismatch"
+	// OutcomeRejected: the request was refused before any work (bad
+	// signature, bad input, too large).
+	OutcomeRejected = "rejected"
+	// OutcomeError: the work, the sink or the store failed.
+	OutcomeError = "error"
+)
+
+// EnvLogLevel is the environment variable ParseLevel's value comes from.
+const EnvLogLevel = "LOG_LEVEL"
+
+// DefaultNamespace is the CloudWatch namespace LogRequest uses when given none.
+const DefaultNamespace = "Idem"
+
+// unknown stands in for an empty dimension value, which CloudWatch rejects.
+const unknown = "unknown"
+
+// ParseLevel parses a LOG_LEVEL value: debug, info, warn or error, in any
+// case. The empty string means info, the default. Anything else is an error
+// naming LOG_LEVEL.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return slog.LevelInfo, fmt.Errorf("obs: %s=%q is not one of debug, info, warn, error", EnvLogLevel, s)
+}
+
+// NewLogger returns a logger writing JSON lines to w at level and above,
+// each carrying the attribute function=<function> (omitted when function is
+// empty).
+func NewLogger(w io.Writer, level slog.Level, function string) *slog.Logger {
+	h := slog.Handler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	if function == "" {
+		return slog.New(h)
+	}
+	return slog.New(&functionHandler{
+		Handler:  h.WithAttrs([]slog.Attr{slog.String("function", function)}),
+		function: function,
+	})
+}
+
+// functionHandler remembers the function attribute already baked into its
+// handler, so LogRequest can use it as the EMF dimension without writing a
+// second "function" member.
+type functionHandler struct {
+	slog.Handler
+	function string
+}
+
+// WithAttrs keeps the function name known across Logger.With.
+func (h *functionHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &functionHandler{Handler: h.Handler.WithAttrs(attrs), function: h.function}
+}
+
+// WithGroup drops the wrapper: inside a group nothing LogRequest writes would
+// be top-level, so it could not be an EMF document anyway.
+func (h *functionHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	return h.Handler.WithGroup(name)
+}
+
+// Request is what one request did, as LogRequest records it.
+type Request struct {
+	// Function is the function's name, the EMF dimension "function". When the
+	// logger comes from NewLogger its function attribute is used instead, so
+	// the line never holds the member twice.
+	Function string
+	// Provider is the webhook provider; empty for payments.
+	Provider string
+	// Outcome is one of the Outcome constants.
+	Outcome string
+	// ID identifies the request for correlation: the provider's event id, or
+	// KeyID of an idempotency key. Never a secret, never the body.
+	ID string
+	// Status is the HTTP status returned.
+	Status int
+	// Duration is how long the request took.
+	Duration time.Duration
+	// RoundTrips is the number of Redis round trips spent.
+	RoundTrips int
+	// Reason is a short machine code for rejected and error outcomes, e.g.
+	// "invalid_signature".
+	Reason string
+	// Err is the error behind an error outcome, if any.
+	Err error
+}
+
+// emfMetadata is the "_aws" member of an EMF document.
+type emfMetadata struct {
+	Timestamp         int64          `json:"Timestamp"`
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+}
+
+type emfDirective struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+}
+
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+var emfMetrics = []emfMetric{
+	{Name: "requests", Unit: "Count"},
+	{Name: "duration_ms", Unit: "Milliseconds"},
+	{Name: "redis_round_trips", Unit: "Count"},
+}
+
+// LogRequest writes exactly one line for r: at error level for OutcomeError,
+// info otherwise. The line holds function, provider, outcome, id, status,
+// duration_ms (float), redis_round_trips, reason and error (the empty ones
+// omitted), plus requests=1 and an "_aws" member that makes the line an EMF
+// document: metrics requests (Count), duration_ms (Milliseconds) and
+// redis_round_trips (Count) in namespace (DefaultNamespace when empty), with
+// the dimension set [function, outcome]. An empty function or outcome is
+// written as "unknown", since CloudWatch rejects empty dimension values.
+//
+// The line is written whatever the logger's level: it carries the metrics,
+// which LOG_LEVEL=error must not switch off. The logger must not have an open
+// group (Logger.WithGroup): EMF reads top-level members only. A nil l means
+// slog.Default().
+func LogRequest(ctx context.Context, l *slog.Logger, namespace string, r Request) {
+	if l == nil {
+		l = slog.Default()
+	}
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	h := l.Handler()
+
+	attrs := make([]slog.Attr, 0, 12)
+	if _, ok := h.(*functionHandler); !ok {
+		attrs = append(attrs, slog.String("function", orUnknown(r.Function)))
+	}
+	if r.Provider != "" {
+		attrs = append(attrs, slog.String("provider", r.Provider))
+	}
+	attrs = append(attrs, slog.String("outcome", orUnknown(r.Outcome)))
+	if r.ID != "" {
+		attrs = append(attrs, slog.String("id", r.ID))
+	}
+	attrs = append(attrs,
+		slog.Int("status", r.Status),
+		slog.Float64("duration_ms", float64(r.Duration)/float64(time.Millisecond)),
+		slog.Int("redis_round_trips", r.RoundTrips),
+	)
+	if r.Reason != "" {
+		attrs = append(attrs, slog.String("reason", r.Reason))
+	}
+	if r.Err != nil {
+		attrs = append(attrs, slog.String("error", r.Err.Error()))
+	}
+
+	now := time.Now()
+	attrs = append(attrs,
+		slog.Int("requests", 1),
+		slog.Any("_aws", emfMetadata{
+			Timestamp: now.UnixMilli(),
+			CloudWatchMetrics: []emfDirective{{
+				Namespace:  namespace,
+				Dimensions: [][]string{{"function", "outcome"}},
+				Metrics:    emfMetrics,
+			}},
+		}),
+	)
+
+	level := slog.LevelInfo
+	if r.Outcome == OutcomeError {
+		level = slog.LevelError
+	}
+	rec := slog.NewRecord(now, level, "request", 0)
+	rec.AddAttrs(attrs...)
+	// Handle directly rather than through l.LogAttrs, which would drop the
+	// line (and its metrics) below the configured level.
+	_ = h.Handle(ctx, rec)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return unknown
+	}
+	return s
+}
+
+// KeyID returns a short, stable, non-reversible identifier for an
+// idempotency key, for Request.ID: the first 16 hex digits of its SHA-256.
+// Logs can then correlate retries of one key without holding the key.
+func KeyID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:8])
+}

@@ -1,0 +1,60 @@
+package sink
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Log writes each event as one JSON line:
+//
+//	{"provider":"stripe","id":"evt_1","type":"...","object_id":"...","received_at":"...","body":{...}}
+//
+// with the verified body embedded as JSON, not as a string. It is the default
+// sink, for development and for consumers that subscribe to the log group.
+// A Log is safe for concurrent use; each line is written with a single Write.
+type Log struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewLog returns a sink that writes one JSON line per event to w.
+func NewLog(w io.Writer) *Log {
+	return &Log{w: w}
+}
+
+type logLine struct {
+	Provider   string          `json:"provider"`
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	ObjectID   string          `json:"object_id"`
+	ReceivedAt time.Time       `json:"received_at,omitzero"`
+	Body       json.RawMessage `json:"body"`
+}
+
+// Send writes e as one line. It returns an error if the body is not JSON or
+// the write fails.
+func (l *Log) Send(_ context.Context, e Event) error {
+	b, err := json.Marshal(logLine{
+		Provider:   e.Provider,
+		ID:         e.ID,
+		Type:       e.Type,
+		ObjectID:   e.ObjectID,
+		ReceivedAt: e.ReceivedAt.UTC(),
+		Body:       rawJSON(e.Body),
+	})
+	if err != nil {
+		return fmt.Errorf("sink: encode %s event %s for log: %w", e.Provider, e.ID, err)
+	}
+	b = append(b, '\n')
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.w.Write(b); err != nil {
+		return fmt.Errorf("sink: write %s event %s to log: %w", e.Provider, e.ID, err)
+	}
+	return nil
+}

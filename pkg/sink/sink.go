@@ -1,0 +1,165 @@
+// Package sink delivers a verified, first-seen webhook event to where the
+// application consumes it: a JSON log line, an SQS queue or an EventBridge bus.
+//
+// A Sink is called after the idempotency claim and before the result is
+// completed, so an error from Send means the caller answers 500, releases the
+// claim and lets the provider retry. Sinks therefore never drop or truncate an
+// event silently: anything they cannot deliver whole is an error.
+package sink
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Event is a webhook event whose signature has been verified and whose
+// dedupe key was claimed for the first time.
+type Event struct {
+	// Provider is the sender's name, e.g. "stripe" or "github".
+	Provider string
+	// ID is the provider's event or delivery id, the dedupe key.
+	ID string
+	// Type is the provider's event type, e.g. "payment_intent.succeeded"; may be empty.
+	Type string
+	// ObjectID identifies the object the event is about (a payment intent, a
+	// repository, an order); may be empty. FIFO queues order events per object.
+	ObjectID string
+	// ReceivedAt is when the request reached the function.
+	ReceivedAt time.Time
+	// Body is the raw verified request body; it must be JSON.
+	Body []byte
+}
+
+// Sink receives verified, first-seen events.
+type Sink interface {
+	// Send delivers e, or returns an error wrapped with context. It must not
+	// report success for an event it did not deliver whole.
+	Send(ctx context.Context, e Event) error
+}
+
+// ErrTooLarge is returned (wrapped) when an event does not fit in one message
+// of the destination. Events are never truncated.
+var ErrTooLarge = errors.New("sink: event too large for destination")
+
+// envelope is the document SQS messages and EventBridge details carry: the
+// event's metadata beside the provider's payload, embedded as JSON.
+type envelope struct {
+	Provider   string          `json:"provider"`
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	ObjectID   string          `json:"object_id"`
+	ReceivedAt time.Time       `json:"received_at,omitzero"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+func encodeEnvelope(e Event) ([]byte, error) {
+	b, err := json.Marshal(envelope{
+		Provider:   e.Provider,
+		ID:         e.ID,
+		Type:       e.Type,
+		ObjectID:   e.ObjectID,
+		ReceivedAt: e.ReceivedAt.UTC(),
+		Payload:    rawJSON(e.Body),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sink: encode %s event %s: %w", e.Provider, e.ID, err)
+	}
+	return b, nil
+}
+
+// rawJSON keeps an empty body from producing an invalid document: it becomes
+// null rather than nothing.
+func rawJSON(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// Environment variables read by FromEnv.
+const (
+	// EnvSink selects the sink: "log" (default), "sqs" or "eventbridge".
+	EnvSink = "WEBHOOK_SINK"
+	// EnvQueueURL is the SQS queue URL, required when EnvSink is "sqs". A URL
+	// ending in ".fifo" makes the sink set deduplication and group ids.
+	EnvQueueURL = "WEBHOOK_QUEUE_URL"
+	// EnvSQSMaxMessageBytes optionally overrides DefaultSQSMaxMessageBytes, up
+	// to SQSMaxMessageBytesLimit, for queues whose MaximumMessageSize is larger.
+	EnvSQSMaxMessageBytes = "WEBHOOK_SQS_MAX_MESSAGE_BYTES"
+	// EnvEventBus is the EventBridge bus name or ARN, required when EnvSink is
+	// "eventbridge".
+	EnvEventBus = "WEBHOOK_EVENT_BUS"
+)
+
+// FromEnv builds the sink named by WEBHOOK_SINK, reading its settings through
+// getenv:
+//
+//   - "log" or unset: NewLog(logOut); a nil logOut means os.Stdout.
+//   - "sqs": NewSQS on WEBHOOK_QUEUE_URL (required), with the size limit
+//     from WEBHOOK_SQS_MAX_MESSAGE_BYTES when set.
+//   - "eventbridge": NewEventBridge on WEBHOOK_EVENT_BUS (required).
+//
+// A missing or malformed setting, or an unknown sink, is an error naming the
+// variable. The AWS client is built once, here, from config.LoadDefaultConfig,
+// which reads the process environment itself (not getenv): region, credentials,
+// and endpoint overrides such as AWS_ENDPOINT_URL_SQS and
+// AWS_ENDPOINT_URL_EVENTBRIDGE. Loading the configuration makes no network
+// call; credentials are fetched on first use.
+func FromEnv(ctx context.Context, getenv func(string) string, logOut io.Writer) (Sink, error) {
+	kind := strings.ToLower(strings.TrimSpace(getenv(EnvSink)))
+	switch kind {
+	case "", "log":
+		if logOut == nil {
+			logOut = os.Stdout
+		}
+		return NewLog(logOut), nil
+
+	case "sqs":
+		queueURL := strings.TrimSpace(getenv(EnvQueueURL))
+		if queueURL == "" {
+			return nil, fmt.Errorf("sink: %s is required when %s=sqs", EnvQueueURL, EnvSink)
+		}
+		if u, err := url.Parse(queueURL); err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("sink: %s=%q is not an SQS queue URL", EnvQueueURL, queueURL)
+		}
+		var opts []SQSOption
+		if v := strings.TrimSpace(getenv(EnvSQSMaxMessageBytes)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > SQSMaxMessageBytesLimit {
+				return nil, fmt.Errorf("sink: %s=%q must be an integer from 1 to %d", EnvSQSMaxMessageBytes, v, SQSMaxMessageBytesLimit)
+			}
+			opts = append(opts, WithMaxMessageBytes(n))
+		}
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("sink: load AWS config for %s=sqs: %w", EnvSink, err)
+		}
+		return NewSQS(sqs.NewFromConfig(cfg), queueURL, opts...), nil
+
+	case "eventbridge":
+		bus := strings.TrimSpace(getenv(EnvEventBus))
+		if bus == "" {
+			return nil, fmt.Errorf("sink: %s is required when %s=eventbridge", EnvEventBus, EnvSink)
+		}
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("sink: load AWS config for %s=eventbridge: %w", EnvSink, err)
+		}
+		return NewEventBridge(eventbridge.NewFromConfig(cfg), bus), nil
+
+	default:
+		return nil, fmt.Errorf("sink: %s=%q is not one of log, sqs, eventbridge", EnvSink, kind)
+	}
+}

@@ -1,0 +1,199 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var receivedAt = time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)
+
+func testEvent() Event {
+	return Event{
+		Provider:   "stripe",
+		ID:         "evt_1NG8Du2eZvKYlo2CUI79vXWy",
+		Type:       "payment_intent.succeeded",
+		ObjectID:   "pi_3NG8Du2eZvKYlo2C0wGzKQXo",
+		ReceivedAt: receivedAt,
+		Body:       []byte(`{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","data":{"object":{"id":"pi_3NG8Du2eZvKYlo2C0wGzKQXo","amount":2000}}}`),
+	}
+}
+
+// awsTestEnv points the AWS SDK's default configuration at nothing but the
+// variables set here, so a developer's ~/.aws files or environment cannot
+// change what the tests see.
+func awsTestEnv(t *testing.T) {
+	t.Helper()
+	none := filepath.Join(t.TempDir(), "absent")
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID":                   "AKIDTEST",
+		"AWS_SECRET_ACCESS_KEY":               "secret-test",
+		"AWS_SESSION_TOKEN":                   "",
+		"AWS_REGION":                          "us-east-1",
+		"AWS_PROFILE":                         "",
+		"AWS_CONFIG_FILE":                     none,
+		"AWS_SHARED_CREDENTIALS_FILE":         none,
+		"AWS_EC2_METADATA_DISABLED":           "true",
+		"AWS_ENDPOINT_URL":                    "",
+		"AWS_ENDPOINT_URL_SQS":                "",
+		"AWS_ENDPOINT_URL_EVENTBRIDGE":        "",
+		"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "",
+		// One attempt keeps the server-error cases fast; retries are the
+		// SDK's business, not this package's.
+		"AWS_MAX_ATTEMPTS": "1",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+func envMap(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// lockedBuffer is an io.Writer safe to share with a sink under test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestLogSinkWritesOneJSONLinePerEventWithBodyEmbedded(t *testing.T) {
+	var out lockedBuffer
+	s, err := FromEnv(context.Background(), envMap(nil), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.(*Log); !ok {
+		t.Fatalf("default sink is %T, want *Log", s)
+	}
+
+	e := testEvent()
+	second := e
+	second.ID, second.Type, second.ObjectID, second.ReceivedAt = "evt_2", "", "", time.Time{}
+	second.Body = []byte(`{"id":"evt_2"}`)
+	for _, ev := range []Event{e, second} {
+		if err := s.Send(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines, want 2:\n%s", len(lines), out.String())
+	}
+	var got struct {
+		Provider   string          `json:"provider"`
+		ID         string          `json:"id"`
+		Type       string          `json:"type"`
+		ObjectID   string          `json:"object_id"`
+		ReceivedAt time.Time       `json:"received_at"`
+		Body       json.RawMessage `json:"body"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
+		t.Fatalf("line is not JSON: %v\n%s", err, lines[0])
+	}
+	if got.Provider != e.Provider || got.ID != e.ID || got.Type != e.Type || got.ObjectID != e.ObjectID || !got.ReceivedAt.Equal(e.ReceivedAt) {
+		t.Errorf("metadata = %+v, want the event's", got)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(got.Body, &body); err != nil || body["object"] != "event" {
+		t.Errorf("body not embedded as JSON object: %s (%v)", got.Body, err)
+	}
+	var second2 map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &second2); err != nil {
+		t.Fatalf("second line is not JSON: %v", err)
+	}
+	if _, ok := second2["received_at"]; ok {
+		t.Errorf("zero received_at should be omitted: %s", lines[1])
+	}
+}
+
+func TestLogSinkRejectsBodyThatIsNotJSON(t *testing.T) {
+	var out lockedBuffer
+	e := testEvent()
+	e.Body = []byte("not json")
+	if err := NewLog(&out).Send(context.Background(), e); err == nil {
+		t.Fatal("want error for a non-JSON body")
+	}
+	if out.String() != "" {
+		t.Errorf("nothing should be written, got %q", out.String())
+	}
+}
+
+func TestLogSinkReportsWriteFailure(t *testing.T) {
+	boom := errors.New("disk full")
+	err := NewLog(failingWriter{boom}).Send(context.Background(), testEvent())
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want wrapping %v", err, boom)
+	}
+}
+
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+func TestFromEnvErrorsNameTheVariable(t *testing.T) {
+	awsTestEnv(t)
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"unknown sink", map[string]string{EnvSink: "kafka"}, EnvSink},
+		{"sqs without queue", map[string]string{EnvSink: "sqs"}, EnvQueueURL},
+		{"sqs with bad queue url", map[string]string{EnvSink: "sqs", EnvQueueURL: "my-queue"}, EnvQueueURL},
+		{"sqs with bad size", map[string]string{EnvSink: "sqs", EnvQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", EnvSQSMaxMessageBytes: "lots"}, EnvSQSMaxMessageBytes},
+		{"sqs with size over the service limit", map[string]string{EnvSink: "sqs", EnvQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", EnvSQSMaxMessageBytes: "2000000"}, EnvSQSMaxMessageBytes},
+		{"eventbridge without bus", map[string]string{EnvSink: "eventbridge"}, EnvEventBus},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := FromEnv(context.Background(), envMap(tc.env), nil)
+			if err == nil {
+				t.Fatalf("got sink %T, want error", s)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not name %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFromEnvBuildsEachSink(t *testing.T) {
+	awsTestEnv(t)
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{EnvSink: "LOG"}, "*sink.Log"},
+		{map[string]string{EnvSink: "sqs", EnvQueueURL: "https://sqs.us-east-1.amazonaws.com/1/q"}, "*sink.SQS"},
+		{map[string]string{EnvSink: "eventbridge", EnvEventBus: "default"}, "*sink.EventBridge"},
+	}
+	for _, tc := range cases {
+		s, err := FromEnv(context.Background(), envMap(tc.env), nil)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
+		}
+		if got := fmt.Sprintf("%T", s); got != tc.want {
+			t.Errorf("%v: got %s, want %s", tc.env, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package sink
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/smithy-go"
+)
+
+// sqsRequest is what the test server saw of one SendMessage call.
+type sqsRequest struct {
+	Target        string
+	ContentType   string
+	Authorization string
+	Input         struct {
+		QueueUrl               string
+		MessageBody            string
+		MessageDeduplicationId string
+		MessageGroupId         string
+		MessageAttributes      map[string]struct {
+			DataType    string
+			StringValue string
+		}
+	}
+}
+
+// fakeSQS is an HTTP server speaking the AWS JSON 1.0 protocol SQS clients
+// use. It records each request and answers with status (200 by default).
+type fakeSQS struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []sqsRequest
+	status   int
+}
+
+func newFakeSQS(t *testing.T) *fakeSQS {
+	t.Helper()
+	f := &fakeSQS{status: http.StatusOK}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeSQS) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req sqsRequest
+	req.Target = r.Header.Get("X-Amz-Target")
+	req.ContentType = r.Header.Get("Content-Type")
+	req.Authorization = r.Header.Get("Authorization")
+	_ = json.Unmarshal(body, &req.Input)
+
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	status := f.status
+	f.mu.Unlock()
+
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amzn-Requestid", "req-1")
+	if status != http.StatusOK {
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, `{"__type":"com.amazonaws.sqs#InternalError","message":"service unavailable"}`)
+		return
+	}
+	sum := md5.Sum([]byte(req.Input.MessageBody))
+	_ = json.NewEncoder(w).Encode(map[string]string{
+		"MessageId":        "5fea7756-0ea4-451a-a703-a558b933e274",
+		"MD5OfMessageBody": hex.EncodeToString(sum[:]),
+	})
+}
+
+func (f *fakeSQS) seen() []sqsRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]sqsRequest(nil), f.requests...)
+}
+
+// sqsSinkFromEnv builds the sink the way a function does, with the endpoint
+// overridden by AWS_ENDPOINT_URL_SQS.
+func sqsSinkFromEnv(t *testing.T, f *fakeSQS, queueURL string) Sink {
+	t.Helper()
+	awsTestEnv(t)
+	t.Setenv("AWS_ENDPOINT_URL_SQS", f.URL)
+	s, err := FromEnv(context.Background(), envMap(map[string]string{EnvSink: "sqs", EnvQueueURL: queueURL}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func checkSQSCall(t *testing.T, req sqsRequest, queueURL string, e Event) {
+	t.Helper()
+	if req.Target != "AmazonSQS.SendMessage" {
+		t.Errorf("X-Amz-Target = %q", req.Target)
+	}
+	if req.ContentType != "application/x-amz-json-1.0" {
+		t.Errorf("Content-Type = %q", req.ContentType)
+	}
+	if !strings.HasPrefix(req.Authorization, "AWS4-HMAC-SHA256 Credential=AKIDTEST/") || !strings.Contains(req.Authorization, "/us-east-1/sqs/aws4_request") {
+		t.Errorf("request not signed with the env credentials: %q", req.Authorization)
+	}
+	if req.Input.QueueUrl != queueURL {
+		t.Errorf("QueueUrl = %q, want %q", req.Input.QueueUrl, queueURL)
+	}
+	var env struct {
+		Provider, ID, Type, ObjectID string
+		ReceivedAt                   string          `json:"received_at"`
+		Payload                      json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal([]byte(req.Input.MessageBody), &env); err != nil {
+		t.Fatalf("MessageBody is not JSON: %v", err)
+	}
+	var objectID struct {
+		ObjectID string `json:"object_id"`
+	}
+	_ = json.Unmarshal([]byte(req.Input.MessageBody), &objectID)
+	if env.Provider != e.Provider || env.ID != e.ID || env.Type != e.Type || objectID.ObjectID != e.ObjectID {
+		t.Errorf("envelope = %s", req.Input.MessageBody)
+	}
+	if env.ReceivedAt != "2026-03-01T12:30:00Z" {
+		t.Errorf("received_at = %q", env.ReceivedAt)
+	}
+	var payload, want any
+	_ = json.Unmarshal(env.Payload, &payload)
+	_ = json.Unmarshal(e.Body, &want)
+	if p, _ := json.Marshal(payload); string(p) != mustMarshal(want) {
+		t.Errorf("payload = %s, want the body as JSON", env.Payload)
+	}
+	if a := req.Input.MessageAttributes["provider"]; a.DataType != "String" || a.StringValue != e.Provider {
+		t.Errorf("provider attribute = %+v", a)
+	}
+	if a := req.Input.MessageAttributes["type"]; a.DataType != "String" || a.StringValue != e.Type {
+		t.Errorf("type attribute = %+v", a)
+	}
+}
+
+func mustMarshal(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestSQSStandardQueueGetsEnvelopeWithoutFIFOFields(t *testing.T) {
+	f := newFakeSQS(t)
+	queueURL := "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks"
+	s := sqsSinkFromEnv(t, f, queueURL)
+
+	e := testEvent()
+	if err := s.Send(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.seen()
+	if len(reqs) != 1 {
+		t.Fatalf("server saw %d requests, want 1", len(reqs))
+	}
+	checkSQSCall(t, reqs[0], queueURL, e)
+	if reqs[0].Input.MessageDeduplicationId != "" || reqs[0].Input.MessageGroupId != "" {
+		t.Errorf("standard queue got FIFO fields: dedup %q group %q", reqs[0].Input.MessageDeduplicationId, reqs[0].Input.MessageGroupId)
+	}
+}
+
+func TestSQSFIFOQueueDedupesOnEventAndGroupsByObject(t *testing.T) {
+	f := newFakeSQS(t)
+	queueURL := "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks.fifo"
+	s := sqsSinkFromEnv(t, f, queueURL)
+
+	e := testEvent()
+	noObject := testEvent()
+	noObject.ID, noObject.ObjectID = "evt_without_object", ""
+	for _, ev := range []Event{e, noObject} {
+		if err := s.Send(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := f.seen()
+	if len(reqs) != 2 {
+		t.Fatalf("server saw %d requests, want 2", len(reqs))
+	}
+	checkSQSCall(t, reqs[0], queueURL, e)
+	if got, want := reqs[0].Input.MessageDeduplicationId, "stripe:"+e.ID; got != want {
+		t.Errorf("MessageDeduplicationId = %q, want %q", got, want)
+	}
+	if got, want := reqs[0].Input.MessageGroupId, "stripe:"+e.ObjectID; got != want {
+		t.Errorf("MessageGroupId = %q, want %q", got, want)
+	}
+	if got, want := reqs[1].Input.MessageGroupId, "stripe:evt_without_object"; got != want {
+		t.Errorf("MessageGroupId without object = %q, want %q", got, want)
+	}
+}
+
+func TestSQSTokensAreHashedWhenTooLongOrNotPunctuation(t *testing.T) {
+	for _, in := range []string{
+		"github:" + strings.Repeat("a", 200),
+		"shopify:order 42",
+		"slack:ünïcode",
+	} {
+		got := sqsToken(in)
+		if len(got) != 64 || !isSQSTokenSafe(got) {
+			t.Errorf("sqsToken(%q) = %q, want a 64-char hex digest", in, got)
+		}
+		if sqsToken(in) != got {
+			t.Errorf("sqsToken(%q) is not stable", in)
+		}
+	}
+	if got := sqsToken("stripe:evt_1"); got != "stripe:evt_1" {
+		t.Errorf("a valid token should be kept as is, got %q", got)
+	}
+	if sqsToken("shopify:order 42") == sqsToken("shopify:order 43") {
+		t.Error("distinct inputs hashed to the same token")
+	}
+}
+
+func TestSQSServerErrorIsReturnedWrapped(t *testing.T) {
+	f := newFakeSQS(t)
+	f.status = http.StatusInternalServerError
+	s := sqsSinkFromEnv(t, f, "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks")
+
+	err := s.Send(context.Background(), testEvent())
+	if err == nil {
+		t.Fatal("want error from a 500 response")
+	}
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "InternalError" {
+		t.Errorf("err = %v, want the service's InternalError wrapped", err)
+	}
+	if !strings.Contains(err.Error(), "evt_1NG8Du2eZvKYlo2CUI79vXWy") {
+		t.Errorf("error %q lacks the event id", err)
+	}
+}
+
+func TestSQSOversizeEventFailsBeforeAnyRequest(t *testing.T) {
+	f := newFakeSQS(t)
+	s := sqsSinkFromEnv(t, f, "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks")
+
+	e := testEvent()
+	e.Body = []byte(`{"blob":"` + strings.Repeat("x", DefaultSQSMaxMessageBytes) + `"}`)
+	err := s.Send(context.Background(), e)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+	if n := len(f.seen()); n != 0 {
+		t.Errorf("server saw %d requests, want none", n)
+	}
+}
+
+func TestSQSMaxMessageBytesFromEnvRaisesTheLimit(t *testing.T) {
+	f := newFakeSQS(t)
+	awsTestEnv(t)
+	t.Setenv("AWS_ENDPOINT_URL_SQS", f.URL)
+	s, err := FromEnv(context.Background(), envMap(map[string]string{
+		EnvSink:               "sqs",
+		EnvQueueURL:           "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks",
+		EnvSQSMaxMessageBytes: "1048576",
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := testEvent()
+	e.Body = []byte(`{"blob":"` + strings.Repeat("x", 300*1024) + `"}`)
+	if err := s.Send(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.seen()); n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
+	}
+}
