@@ -1,0 +1,20 @@
+-- Store a result in place of our in-progress claim, only while the claim is still ours.
+-- KEYS[1]  the record
+-- ARGV[1]  owner prefix: version byte, kind 'P', 16-byte token (18 bytes)
+-- ARGV[2]  the completed record
+-- ARGV[3]  result TTL in milliseconds
+-- Returns  1 stored; 2 already stored by us (a retried call whose first reply was lost);
+--          0 the record is gone (expired, evicted, flushed); -1 another owner's record.
+local v = redis.call('GET', KEYS[1])
+if not v then
+  return 0
+end
+local token = string.sub(ARGV[1], 3)
+if string.sub(v, 3, 18) ~= token then
+  return -1
+end
+if string.sub(v, 1, 18) ~= ARGV[1] then
+  return 2
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1

@@ -1,0 +1,23 @@
+// Package idem makes a unit of work run exactly once per idempotency key, with Redis or Valkey
+// as the shared store, from any number of concurrent AWS Lambda execution environments.
+//
+// One record lives under each key. A first delivery claims the key with one atomic
+// SET NX PX GET that stores an in-progress record (owner token, payload fingerprint, expiry);
+// the same command returns the record already there when the key is taken, so observing a
+// duplicate costs no extra round trip. After the work succeeds, one Lua script replaces the
+// in-progress record with the result, but only while the owner token is still ours; after a
+// failure, one Lua script deletes the record under the same condition. The budget is therefore:
+//
+//	first execution        2 round trips (claim, complete)
+//	replay of a result     1 round trip  (claim observes the completed record)
+//	in-progress duplicate  1 round trip  (claim observes the in-progress record)
+//	failure                2 round trips (claim, release)
+//
+// Keys are hashed and hash-tagged (<prefix>:{<scope>:<sha256(id)>}), so every command touches
+// one slot and the package works unchanged on Redis Cluster and ElastiCache Serverless. The
+// claim needs SET with both NX and GET, which Redis 7.0, Valkey 7.2 and later accept.
+//
+// The context passed to the work ends before the claim can expire and before the invocation's
+// own deadline (see WithSafetyMargin and WithLockTTL), so work that overruns is cancelled while
+// the claim still protects it. Nothing is cached unless the work succeeds.
+package idem

@@ -1,0 +1,171 @@
+package idem
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// A record is stored as one Redis string value. Both kinds share a fixed header so the Lua
+// scripts can check ownership with one string.sub:
+//
+//	byte 0       format version (1)
+//	byte 1       kind: 'P' in progress, 'C' completed
+//	bytes 2-17   owner token (16 random bytes)
+//	bytes 18-49  payload fingerprint (SHA-256)
+//	bytes 50-57  expiry, Unix milliseconds, big-endian (claim expiry or result expiry)
+//
+// A completed record continues with uvarint status, uvarint header count, then per header
+// uvarint length + name and uvarint length + value, then uvarint length + body, and nothing after.
+const (
+	recordVersion  = 1
+	kindInProgress = 'P'
+	kindCompleted  = 'C'
+	tokenSize      = 16
+	headerSize     = 2 + tokenSize + FingerprintSize + 8
+	// ownerPrefixSize is the header prefix the scripts compare: version, kind, token.
+	ownerPrefixSize = 2 + tokenSize
+)
+
+type token [tokenSize]byte
+
+// record is the decoded form of either kind.
+type record struct {
+	completed   bool
+	token       token
+	fingerprint Fingerprint
+	expiresAt   time.Time
+	result      Result // completed only
+}
+
+func putHeader(b []byte, kind byte, tok token, fp Fingerprint, expiresAt time.Time) {
+	b[0] = recordVersion
+	b[1] = kind
+	copy(b[2:], tok[:])
+	copy(b[2+tokenSize:], fp[:])
+	binary.BigEndian.PutUint64(b[2+tokenSize+FingerprintSize:], uint64(expiresAt.UnixMilli()))
+}
+
+func encodeInProgress(tok token, fp Fingerprint, expiresAt time.Time) []byte {
+	b := make([]byte, headerSize)
+	putHeader(b, kindInProgress, tok, fp, expiresAt)
+	return b
+}
+
+// encodeCompleted encodes a completed record, refusing results whose encoding exceeds max bytes.
+func encodeCompleted(tok token, fp Fingerprint, expiresAt time.Time, r Result, max int) ([]byte, error) {
+	size := headerSize + 2*binary.MaxVarintLen64 + binary.MaxVarintLen64 + len(r.Body)
+	names := make([]string, 0, len(r.Headers))
+	for name, v := range r.Headers {
+		names = append(names, name)
+		size += 2*binary.MaxVarintLen64 + len(name) + len(v)
+	}
+	if r.Status < 0 {
+		return nil, fmt.Errorf("idem: negative status %d", r.Status)
+	}
+	b := make([]byte, headerSize, size)
+	putHeader(b, kindCompleted, tok, fp, expiresAt)
+	b = binary.AppendUvarint(b, uint64(r.Status))
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	// Sorted so equal results encode to equal bytes.
+	slices.Sort(names)
+	for _, name := range names {
+		b = appendBytes(b, name)
+		b = appendBytes(b, r.Headers[name])
+	}
+	b = appendBytes(b, r.Body)
+	if max > 0 && len(b) > max {
+		return nil, fmt.Errorf("%w: %d bytes encoded, limit %d", ErrResultTooLarge, len(b), max)
+	}
+	return b, nil
+}
+
+func appendBytes[T string | []byte](b []byte, s T) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decodeRecord parses a stored value. Anything this package did not write is ErrCorruptRecord.
+func decodeRecord(b []byte) (record, error) {
+	var rec record
+	if len(b) < headerSize {
+		return rec, fmt.Errorf("%w: %d bytes, want at least %d", ErrCorruptRecord, len(b), headerSize)
+	}
+	if b[0] != recordVersion {
+		return rec, fmt.Errorf("%w: version %d", ErrCorruptRecord, b[0])
+	}
+	copy(rec.token[:], b[2:])
+	copy(rec.fingerprint[:], b[2+tokenSize:])
+	ms := binary.BigEndian.Uint64(b[2+tokenSize+FingerprintSize:])
+	if ms > 1<<62 {
+		return rec, fmt.Errorf("%w: expiry out of range", ErrCorruptRecord)
+	}
+	rec.expiresAt = time.UnixMilli(int64(ms))
+	switch b[1] {
+	case kindInProgress:
+		if len(b) != headerSize {
+			return rec, fmt.Errorf("%w: %d trailing bytes after in-progress record", ErrCorruptRecord, len(b)-headerSize)
+		}
+		return rec, nil
+	case kindCompleted:
+		rec.completed = true
+	default:
+		return rec, fmt.Errorf("%w: kind %q", ErrCorruptRecord, b[1])
+	}
+	d := decoder{b: b[headerSize:]}
+	status := d.uvarint()
+	n := d.uvarint()
+	if d.err == nil && (status > 999 || n > uint64(len(d.b))/2) {
+		return rec, fmt.Errorf("%w: status %d or header count %d out of range", ErrCorruptRecord, status, n)
+	}
+	rec.result.Status = int(status)
+	if n > 0 && d.err == nil {
+		rec.result.Headers = make(map[string]string, n)
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			name := d.bytes()
+			value := d.bytes()
+			rec.result.Headers[string(name)] = string(value)
+		}
+	}
+	rec.result.Body = d.bytes()
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return record{}, fmt.Errorf("%w: %v", ErrCorruptRecord, d.err)
+	}
+	return rec, nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = fmt.Errorf("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = fmt.Errorf("length %d beyond the %d bytes left", n, len(d.b))
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}

@@ -1,0 +1,404 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/redis/go-redis/v9"
+)
+
+// backend is one kind of store the same behaviour is checked against.
+type backend struct {
+	// newClient returns a client with its own connection pool: a separate execution environment.
+	newClient func(t *testing.T) redis.UniversalClient
+	prefix    string
+	// advance lets d pass in the store's clock, so TTLs run out.
+	advance func(d time.Duration)
+}
+
+func miniredisBackend(t *testing.T) backend {
+	mr := miniredis.RunT(t)
+	return backend{
+		newClient: func(t *testing.T) redis.UniversalClient {
+			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+			t.Cleanup(func() { c.Close() })
+			return c
+		},
+		prefix:  "idem",
+		advance: mr.FastForward,
+	}
+}
+
+func sharedRedisBackend(t *testing.T) backend {
+	testsupport.SharedRedis(t)
+	return backend{
+		newClient: func(t *testing.T) redis.UniversalClient {
+			c := redis.NewClient(&redis.Options{Addr: testsupport.SharedRedisAddr(), PoolSize: 64})
+			t.Cleanup(func() { c.Close() })
+			return c
+		},
+		prefix:  testsupport.UniquePrefix(t) + "idem",
+		advance: time.Sleep,
+	}
+}
+
+func clusterBackend(t *testing.T) backend {
+	cl := testsupport.StartCluster(t, 3, 0)
+	return backend{
+		newClient: func(t *testing.T) redis.UniversalClient {
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), PoolSize: 64})
+			t.Cleanup(func() { c.Close() })
+			return c
+		},
+		prefix:  "idem",
+		advance: time.Sleep,
+	}
+}
+
+func (b backend) guard(t *testing.T, c redis.UniversalClient, opts ...Option) *Guard {
+	t.Helper()
+	g, err := New(c, append([]Option{WithPrefix(b.prefix)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func okWork(body string) Work {
+	return func(context.Context) (Result, error) {
+		return Result{Status: 200, Headers: map[string]string{"content-type": "application/json"}, Body: []byte(body)}, nil
+	}
+}
+
+// runSuite checks the core's behaviour against one backend.
+func runSuite(t *testing.T, b backend) {
+	t.Run("FirstDeliveryExecutesThenReplays", func(t *testing.T) { testFirstDeliveryExecutesThenReplays(t, b) })
+	t.Run("InProgressDuplicateIsRefused", func(t *testing.T) { testInProgressDuplicateIsRefused(t, b) })
+	t.Run("DifferentPayloadIsMismatch", func(t *testing.T) { testDifferentPayloadIsMismatch(t, b) })
+	t.Run("FailureReleasesClaimAndCachesNothing", func(t *testing.T) { testFailureReleasesClaim(t, b) })
+	t.Run("ExpiredClaimIsNotOverwrittenByLateOwner", func(t *testing.T) { testExpiredClaimIsNotOverwrittenByLateOwner(t, b) })
+	t.Run("LateFailureDoesNotReleaseNewOwnersClaim", func(t *testing.T) { testLateFailureDoesNotReleaseNewOwnersClaim(t, b) })
+	t.Run("ConcurrentEnvironmentsExecuteOnce", func(t *testing.T) { testConcurrentEnvironmentsExecuteOnce(t, b) })
+	t.Run("EveryKeyHasAnExpiry", func(t *testing.T) { testEveryKeyHasAnExpiry(t, b) })
+}
+
+func testFirstDeliveryExecutesThenReplays(t *testing.T, b backend) {
+	g := b.guard(t, b.newClient(t))
+	ctx := context.Background()
+	key := Key{Scope: "stripe", ID: "evt_first"}
+	fp := FingerprintOf([]byte(`{"id":"evt_first"}`))
+	var runs atomic.Int32
+	work := func(context.Context) (Result, error) {
+		runs.Add(1)
+		return Result{Status: 201, Headers: map[string]string{"x-a": "1", "content-type": "application/json"}, Body: []byte(`{"ok":true}`)}, nil
+	}
+	out, err := g.Do(ctx, key, fp, work)
+	if err != nil || out.Kind != Executed {
+		t.Fatalf("first delivery: %v, %v", out.Kind, err)
+	}
+	for range 3 {
+		out, err = g.Do(ctx, key, fp, work)
+		if err != nil || out.Kind != Replayed {
+			t.Fatalf("duplicate: %v, %v", out.Kind, err)
+		}
+		if out.Result.Status != 201 || string(out.Result.Body) != `{"ok":true}` || out.Result.Headers["x-a"] != "1" {
+			t.Fatalf("replayed result differs: %+v", out.Result)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("work ran %d times, want 1", runs.Load())
+	}
+}
+
+func testInProgressDuplicateIsRefused(t *testing.T, b backend) {
+	g1 := b.guard(t, b.newClient(t))
+	g2 := b.guard(t, b.newClient(t))
+	key := Key{Scope: "github", ID: "delivery-in-progress"}
+	fp := FingerprintOf([]byte("payload"))
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan Outcome)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		out, _ := g1.Do(ctx, key, fp, func(context.Context) (Result, error) {
+			close(started)
+			<-release
+			return Result{Status: 200}, nil
+		})
+		done <- out
+	}()
+	<-started
+	out, err := g2.Do(ctx, key, fp, okWork("second"))
+	var ipe *InProgressError
+	if out.Kind != InProgress || !errors.Is(err, ErrInProgress) || !errors.As(err, &ipe) {
+		t.Fatalf("duplicate while in progress: %v, %v", out.Kind, err)
+	}
+	// The claim lives until the context's deadline plus the lock margin.
+	if out.RetryAfter <= 5*time.Second || out.RetryAfter > 10*time.Second+DefaultLockMargin {
+		t.Fatalf("RetryAfter = %s, want about 12s", out.RetryAfter)
+	}
+	close(release)
+	if first := <-done; first.Kind != Executed {
+		t.Fatalf("first: %v", first.Kind)
+	}
+}
+
+func testDifferentPayloadIsMismatch(t *testing.T, b backend) {
+	g := b.guard(t, b.newClient(t))
+	ctx := context.Background()
+	key := Key{Scope: "payments", ID: "key-reused"}
+	if out, err := g.Do(ctx, key, FingerprintOf([]byte("a")), okWork("a")); err != nil || out.Kind != Executed {
+		t.Fatalf("first: %v %v", out.Kind, err)
+	}
+	ran := false
+	out, err := g.Do(ctx, key, FingerprintOf([]byte("b")), func(context.Context) (Result, error) { ran = true; return Result{}, nil })
+	if out.Kind != Mismatch || !errors.Is(err, ErrMismatch) || ran {
+		t.Fatalf("second with other payload: %v, %v, ran=%v", out.Kind, err, ran)
+	}
+}
+
+func testFailureReleasesClaim(t *testing.T, b backend) {
+	g := b.guard(t, b.newClient(t))
+	ctx := context.Background()
+	fp := FingerprintOf(nil)
+	errSink := errors.New("sink down")
+	failures := map[string]Work{
+		"error": func(context.Context) (Result, error) { return Result{}, errSink },
+		"panic": func(context.Context) (Result, error) { panic("boom") },
+		"deadline": func(ctx context.Context) (Result, error) {
+			<-ctx.Done()
+			return Result{}, ctx.Err()
+		},
+		"late success": func(ctx context.Context) (Result, error) {
+			<-ctx.Done()
+			return Result{Status: 200}, nil
+		},
+		"too large": func(context.Context) (Result, error) {
+			return Result{Status: 200, Body: make([]byte, DefaultMaxResultSize+1)}, nil
+		},
+	}
+	for name, work := range failures {
+		t.Run(name, func(t *testing.T) {
+			key := Key{Scope: "fail", ID: name}
+			wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+			defer cancel()
+			out, err := g.Do(wctx, key, fp, work)
+			var we *WorkError
+			if out.Kind != Failed || !errors.As(err, &we) || we.ReleaseErr != nil {
+				t.Fatalf("got %v, %v", out.Kind, err)
+			}
+			switch name {
+			case "error":
+				if !errors.Is(err, errSink) {
+					t.Fatalf("work error not wrapped: %v", err)
+				}
+			case "panic":
+				if we.Panic != "boom" || len(we.Stack) == 0 {
+					t.Fatalf("panic not reported: %+v", we)
+				}
+			case "deadline", "late success":
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("deadline not reported: %v", err)
+				}
+			case "too large":
+				if !errors.Is(err, ErrResultTooLarge) {
+					t.Fatalf("size not reported: %v", err)
+				}
+			}
+			// The retry runs the work again: nothing was cached, the claim is gone.
+			out, err = g.Do(ctx, key, fp, okWork("retry"))
+			if err != nil || out.Kind != Executed {
+				t.Fatalf("retry after %s: %v, %v", name, out.Kind, err)
+			}
+		})
+	}
+}
+
+// expire removes a record as its TTL running out would.
+func expire(t *testing.T, c redis.UniversalClient, prefix string, key Key) {
+	t.Helper()
+	if err := c.Del(context.Background(), key.redisKey(prefix)).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The scenario naive locks get wrong: A's claim expires, B claims, A finishes late. A must not
+// overwrite B's claim, must learn it lost the lock, and B must complete normally.
+func testExpiredClaimIsNotOverwrittenByLateOwner(t *testing.T, b backend) {
+	ca, cb := b.newClient(t), b.newClient(t)
+	ga, gb := b.guard(t, ca), b.guard(t, cb)
+	ctx := context.Background()
+	key := Key{Scope: "stripe", ID: "evt_late_owner"}
+	fp := FingerprintOf([]byte("same payload"))
+	bStarted, bFinish, bDone := make(chan struct{}), make(chan struct{}), make(chan Outcome)
+	out, err := ga.Do(ctx, key, fp, func(context.Context) (Result, error) {
+		expire(t, ca, b.prefix, key)
+		go func() {
+			out, _ := gb.Do(ctx, key, fp, func(context.Context) (Result, error) {
+				close(bStarted)
+				<-bFinish
+				return Result{Status: 200, Body: []byte("B")}, nil
+			})
+			bDone <- out
+		}()
+		<-bStarted
+		return Result{Status: 200, Body: []byte("A")}, nil
+	})
+	var lost *LockLostError
+	if out.Kind != LockLost || !errors.As(err, &lost) || lost.Expired {
+		t.Fatalf("late owner A: %v, %v; want LockLost (taken by another owner)", out.Kind, err)
+	}
+	if string(out.Result.Body) != "A" {
+		t.Fatalf("A's own result not returned: %q", out.Result.Body)
+	}
+	// B's claim is intact: a third delivery sees it in progress.
+	if out, _ := gb.Do(ctx, key, fp, okWork("C")); out.Kind != InProgress {
+		t.Fatalf("B's claim was disturbed: third delivery got %v", out.Kind)
+	}
+	close(bFinish)
+	if out := <-bDone; out.Kind != Executed {
+		t.Fatalf("B: %v", out.Kind)
+	}
+	if out, _ := ga.Do(ctx, key, fp, okWork("C")); out.Kind != Replayed || string(out.Result.Body) != "B" {
+		t.Fatalf("after B completed: %v %q", out.Kind, out.Result.Body)
+	}
+
+	// Expired with nobody else holding the key: A learns the claim expired and stores nothing.
+	key2 := Key{Scope: "stripe", ID: "evt_expired_alone"}
+	out, err = ga.Do(ctx, key2, fp, func(context.Context) (Result, error) {
+		expire(t, ca, b.prefix, key2)
+		return Result{Status: 200}, nil
+	})
+	if out.Kind != LockLost || !errors.As(err, &lost) || !lost.Expired {
+		t.Fatalf("expired alone: %v, %v", out.Kind, err)
+	}
+	if n, _ := ca.Exists(ctx, key2.redisKey(b.prefix)).Result(); n != 0 {
+		t.Fatalf("late owner wrote a record after its claim expired")
+	}
+}
+
+// A claim that really expires in the store while its owner is stuck: the owner's work context
+// ends first, the claim then expires, B claims, and A's late release leaves B's claim alone.
+func testLateFailureDoesNotReleaseNewOwnersClaim(t *testing.T, b backend) {
+	ca, cb := b.newClient(t), b.newClient(t)
+	const lockTTL, safety = 300 * time.Millisecond, 100 * time.Millisecond
+	ga := b.guard(t, ca, WithLockTTL(lockTTL), WithSafetyMargin(safety))
+	gb := b.guard(t, cb)
+	ctx := context.Background()
+	key := Key{Scope: "slack", ID: "Ev_stuck"}
+	fp := FingerprintOf(nil)
+	hold, bClaimed := make(chan struct{}), make(chan struct{})
+	defer close(hold)
+	out, err := ga.Do(ctx, key, fp, func(wctx context.Context) (Result, error) {
+		dl, _ := wctx.Deadline()
+		if until := time.Until(dl); until > lockTTL-safety {
+			t.Errorf("work deadline %s away, want at most lock TTL minus safety margin", until)
+		}
+		<-wctx.Done() // A is stuck past its deadline...
+		b.advance(lockTTL)
+		go gb.Do(ctx, key, fp, func(context.Context) (Result, error) { // ...its claim expires, B claims
+			close(bClaimed)
+			<-hold
+			return Result{Status: 200}, nil
+		})
+		<-bClaimed
+		return Result{Status: 200}, nil // ...and A reports success too late.
+	})
+	var we *WorkError
+	var lost *LockLostError
+	if out.Kind != Failed || !errors.As(err, &we) || !errors.As(we.ReleaseErr, &lost) || lost.Expired {
+		t.Fatalf("A: %v, %v; want Failed with a release refused because another owner holds the key", out.Kind, err)
+	}
+	if out, _ := ga.Do(ctx, key, fp, okWork("x")); out.Kind != InProgress {
+		t.Fatalf("B's claim gone after A's late release: %v", out.Kind)
+	}
+}
+
+// 200 goroutines on 4 separate clients race on each new key; the work runs exactly once per key.
+func testConcurrentEnvironmentsExecuteOnce(t *testing.T, b backend) {
+	const envs, goroutines, keys = 4, 200, 25
+	guards := make([]*Guard, envs)
+	for i := range guards {
+		guards[i] = b.guard(t, b.newClient(t))
+	}
+	ctx := context.Background()
+	for k := range keys {
+		key := Key{Scope: "race", ID: fmt.Sprintf("evt_%d", k)}
+		fp := FingerprintOf([]byte(key.ID))
+		var runs atomic.Int32
+		var counts [Failed + 1]atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range goroutines {
+			wg.Go(func() {
+				<-start
+				out, err := guards[i%envs].Do(ctx, key, fp, func(context.Context) (Result, error) {
+					runs.Add(1)
+					time.Sleep(2 * time.Millisecond)
+					return Result{Status: 200, Body: []byte(key.ID)}, nil
+				})
+				counts[out.Kind].Add(1)
+				if out.Kind == Replayed && string(out.Result.Body) != key.ID {
+					t.Errorf("replayed body %q", out.Result.Body)
+				}
+				if err != nil && out.Kind != InProgress {
+					t.Errorf("unexpected %v: %v", out.Kind, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if runs.Load() != 1 || counts[Executed].Load() != 1 {
+			t.Fatalf("key %d: work ran %d times, %d executed outcomes; want exactly 1", k, runs.Load(), counts[Executed].Load())
+		}
+		if got := counts[Executed].Load() + counts[Replayed].Load() + counts[InProgress].Load(); got != goroutines {
+			t.Fatalf("key %d: %d outcomes were neither executed, replayed nor in progress", k, goroutines-got)
+		}
+	}
+}
+
+// No path leaves a key without an expiry.
+func testEveryKeyHasAnExpiry(t *testing.T, b backend) {
+	c := b.newClient(t)
+	g := b.guard(t, c)
+	ctx := context.Background()
+	hold := make(chan struct{})
+	claimed := make(chan struct{})
+	go g.Do(ctx, Key{Scope: "ttl", ID: "in-progress"}, Fingerprint{}, func(context.Context) (Result, error) {
+		close(claimed)
+		<-hold
+		return Result{}, nil
+	})
+	<-claimed
+	defer close(hold)
+	g.Do(ctx, Key{Scope: "ttl", ID: "completed"}, Fingerprint{}, okWork("done"))
+	g.Do(ctx, Key{Scope: "ttl", ID: "failed"}, Fingerprint{}, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
+	for _, id := range []string{"in-progress", "completed"} {
+		k := Key{Scope: "ttl", ID: id}.redisKey(b.prefix)
+		ttl, err := c.PTTL(ctx, k).Result()
+		if err != nil || ttl <= 0 {
+			t.Fatalf("%s: PTTL %v, %v; want a positive expiry", id, ttl, err)
+		}
+		if id == "completed" && (ttl < DefaultResultTTL-time.Minute || ttl > DefaultResultTTL) {
+			t.Fatalf("completed record TTL %s, want the result TTL %s", ttl, DefaultResultTTL)
+		}
+	}
+	if n, _ := c.Exists(ctx, Key{Scope: "ttl", ID: "failed"}.redisKey(b.prefix)).Result(); n != 0 {
+		t.Fatalf("failed key left a record")
+	}
+	if !strings.HasPrefix(Key{Scope: "s", ID: "i"}.redisKey(b.prefix), b.prefix+":{s:") {
+		t.Fatal("key layout changed")
+	}
+}
+
+func TestSuiteOnMiniredis(t *testing.T)    { runSuite(t, miniredisBackend(t)) }
+func TestSuiteOnRealRedis(t *testing.T)    { runSuite(t, sharedRedisBackend(t)) }
+func TestSuiteOnRedisCluster(t *testing.T) { runSuite(t, clusterBackend(t)) }
