@@ -1,0 +1,324 @@
+package webhook_test
+
+// Fuzz targets for every signature-header parser and for Event extraction.
+// Each verifier target checks two things on arbitrary input: no panic, and
+// no acceptance unless the header carries, for the timestamp it names, the
+// HMAC of the body under one of the accepted secrets, computed here with
+// crypto/hmac independently of the package.
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemlambda/idem/pkg/webhook"
+)
+
+func mac(key, msg []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(msg)
+	return m.Sum(nil)
+}
+
+// withinTolerance reports whether ts is canonical Unix seconds no further
+// than DefaultTolerance from testNow.
+func withinTolerance(ts string) bool {
+	n, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != ts {
+		return false
+	}
+	d := time.Unix(n, 0).Sub(testNow)
+	return d <= webhook.DefaultTolerance && d >= -webhook.DefaultTolerance
+}
+
+func checkVerifyError(t *testing.T, err error) {
+	t.Helper()
+	if err != nil && !isVerifyError(err) {
+		t.Fatalf("Verify returned an error outside the sentinels: %v", err)
+	}
+}
+
+var fuzzBodies = [][]byte{
+	[]byte(`{"id":"evt_1","type":"payment_intent.succeeded"}`),
+	{},
+	[]byte("Hello, World!"),
+}
+
+func FuzzStripeSignatureHeader(f *testing.F) {
+	secrets := testSecrets["stripe"][:2]
+	p := mustNew(f, "stripe", secrets...)
+	for _, body := range fuzzBodies {
+		good := webhook.StripeSignature(secrets[0], body, testNow)
+		rotated := webhook.StripeSignature(secrets[1], body, testNow)
+		v1 := good[strings.Index(good, "v1="):]
+		f.Add(good, body)
+		f.Add(rotated+",v0=00", body)
+		f.Add(good+","+rotated[strings.Index(rotated, "v1="):], body)
+		f.Add("t="+fmt.Sprint(testNow.Unix()+1)+","+v1, body)
+		f.Add(v1+",t="+fmt.Sprint(testNow.Unix()), body)
+		f.Add(strings.ToUpper(good), body)
+		f.Add(good[:len(good)-1], body)
+		f.Add("t=,v1=", body)
+		f.Add(",,=,", body)
+	}
+	f.Fuzz(func(t *testing.T, header string, body []byte) {
+		err := p.Verify(stripeHeader(header), body, testNow)
+		checkVerifyError(t, err)
+		if err != nil {
+			return
+		}
+		var ts []string
+		var sigs []string
+		for _, element := range strings.Split(header, ",") {
+			if v, ok := strings.CutPrefix(element, "t="); ok {
+				ts = append(ts, v)
+			}
+			if v, ok := strings.CutPrefix(element, "v1="); ok {
+				sigs = append(sigs, v)
+			}
+		}
+		if len(ts) != 1 || !withinTolerance(ts[0]) {
+			t.Fatalf("accepted %q without exactly one t within tolerance", header)
+		}
+		for _, s := range secrets {
+			want := hex.EncodeToString(mac([]byte(s), append([]byte(ts[0]+"."), body...)))
+			for _, sig := range sigs {
+				if strings.EqualFold(sig, want) {
+					return
+				}
+			}
+		}
+		t.Fatalf("accepted %q, which carries no v1 made with an accepted secret", header)
+	})
+}
+
+func FuzzStandardSignatureHeaders(f *testing.F) {
+	secrets := testSecrets["standard"][:2]
+	p := mustNew(f, "standard", secrets...)
+	var keys [][]byte
+	for _, s := range secrets {
+		k, err := webhook.DecodeStandardSecret(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	ts := fmt.Sprint(testNow.Unix())
+	for _, body := range fuzzBodies {
+		good, _ := webhook.StandardSignature(secrets[0], "msg_1", body, testNow)
+		rotated, _ := webhook.StandardSignature(secrets[1], "msg_1", body, testNow)
+		f.Add("msg_1", ts, good, body)
+		f.Add("msg_1", ts, "v1a,AAAA "+rotated+" v2,x", body)
+		f.Add("msg_2", ts, good, body)
+		f.Add("msg_1", ts+"0", good, body)
+		f.Add("msg_1", ts, strings.TrimRight(good, "="), body)
+		f.Add("msg_1", ts, good+" "+good, body)
+		f.Add("msg_1", ts, " , ", body)
+	}
+	f.Fuzz(func(t *testing.T, id, timestamp, signature string, body []byte) {
+		h := map[string]string{
+			webhook.StandardIDHeader:        id,
+			webhook.StandardTimestampHeader: timestamp,
+			webhook.StandardSignatureHeader: signature,
+		}
+		err := p.Verify(h, body, testNow)
+		checkVerifyError(t, err)
+		if err != nil {
+			return
+		}
+		if id == "" || !withinTolerance(timestamp) {
+			t.Fatalf("accepted id %q timestamp %q", id, timestamp)
+		}
+		for _, key := range keys {
+			want := "v1," + base64.StdEncoding.EncodeToString(mac(key, []byte(id+"."+timestamp+"."+string(body))))
+			for _, entry := range strings.Split(signature, " ") {
+				if entry == want {
+					return
+				}
+			}
+		}
+		t.Fatalf("accepted %q, which carries no v1 made with an accepted secret", signature)
+	})
+}
+
+func FuzzSlackSignatureHeaders(f *testing.F) {
+	secrets := testSecrets["slack"][:2]
+	p := mustNew(f, "slack", secrets...)
+	ts := fmt.Sprint(testNow.Unix())
+	for _, body := range fuzzBodies {
+		good := webhook.SlackSignature(secrets[0], body, testNow)
+		f.Add(ts, good, body)
+		f.Add(ts, webhook.SlackSignature(secrets[1], body, testNow), body)
+		f.Add(ts, strings.ToUpper(good), body)
+		f.Add(ts, "v0="+strings.ToUpper(good[3:]), body)
+		f.Add(fmt.Sprint(testNow.Unix()-400), good, body)
+		f.Add(ts, "v1"+good[2:], body)
+		f.Add("", "", body)
+	}
+	f.Fuzz(func(t *testing.T, timestamp, signature string, body []byte) {
+		err := p.Verify(slackHeaders(timestamp, signature), body, testNow)
+		checkVerifyError(t, err)
+		if err != nil {
+			return
+		}
+		digest, ok := strings.CutPrefix(signature, "v0=")
+		if !ok || !withinTolerance(timestamp) {
+			t.Fatalf("accepted timestamp %q signature %q", timestamp, signature)
+		}
+		for _, s := range secrets {
+			if strings.EqualFold(digest, hex.EncodeToString(mac([]byte(s), []byte("v0:"+timestamp+":"+string(body))))) {
+				return
+			}
+		}
+		t.Fatalf("accepted %q, not made with an accepted secret", signature)
+	})
+}
+
+func FuzzGitHubSignatureHeader(f *testing.F) {
+	secrets := testSecrets["github"][:2]
+	p := mustNew(f, "github", secrets...)
+	for _, body := range fuzzBodies {
+		good := webhook.GitHubSignature(secrets[0], body)
+		f.Add(good, body)
+		f.Add(webhook.GitHubSignature(secrets[1], body), body)
+		f.Add("sha256="+strings.ToUpper(good[7:]), body)
+		f.Add("sha1="+good[7:47], body)
+		f.Add(good+" ", body)
+		f.Add("sha256=", body)
+	}
+	f.Fuzz(func(t *testing.T, signature string, body []byte) {
+		err := p.Verify(githubHeader(signature), body, testNow)
+		checkVerifyError(t, err)
+		if err != nil {
+			return
+		}
+		digest, ok := strings.CutPrefix(signature, "sha256=")
+		if !ok {
+			t.Fatalf("accepted %q", signature)
+		}
+		for _, s := range secrets {
+			if strings.EqualFold(digest, hex.EncodeToString(mac([]byte(s), body))) {
+				return
+			}
+		}
+		t.Fatalf("accepted %q, not made with an accepted secret", signature)
+	})
+}
+
+func FuzzShopifyHMACHeader(f *testing.F) {
+	secrets := testSecrets["shopify"][:2]
+	p := mustNew(f, "shopify", secrets...)
+	for _, body := range fuzzBodies {
+		good := webhook.ShopifyHMAC(secrets[0], body)
+		f.Add(good, body)
+		f.Add(webhook.ShopifyHMAC(secrets[1], body), body)
+		f.Add(strings.TrimRight(good, "="), body)
+		f.Add(good[:20]+"\n"+good[20:], body)
+		f.Add(good[:42]+"B=", body)
+		f.Add(strings.NewReplacer("+", "-", "/", "_").Replace(good), body)
+	}
+	f.Fuzz(func(t *testing.T, signature string, body []byte) {
+		err := p.Verify(shopifyHeader(signature), body, testNow)
+		checkVerifyError(t, err)
+		if err != nil {
+			return
+		}
+		for _, s := range secrets {
+			if signature == base64.StdEncoding.EncodeToString(mac([]byte(s), body)) {
+				return
+			}
+		}
+		t.Fatalf("accepted %q, not made with an accepted secret", signature)
+	})
+}
+
+func FuzzEvent(f *testing.F) {
+	var providers []webhook.Provider
+	for _, name := range webhook.Names() {
+		providers = append(providers, mustNew(f, name, testSecrets[name][0]))
+	}
+	for _, fixture := range []string{
+		"events/stripe_payment_intent_succeeded.json", "events/stripe_thin_event.json",
+		"events/github_push.json", "events/github_org_ping.json",
+		"events/shopify_orders_create.json", "events/standard_invoice_paid.json",
+		"events/slack_event_callback.json", "events/slack_channel_created.json",
+		"events/slack_url_verification.json", "events/slack_app_rate_limited.json",
+	} {
+		f.Add("id-1", "type-1", "application/json", readFixture(f, fixture))
+	}
+	f.Add("id-1", "push", "application/x-www-form-urlencoded", []byte("payload=%7B%22repository%22%3A%7B%22full_name%22%3A%22a%2Fb%22%7D%7D"))
+	f.Add("", "", "", []byte(`{"id":{"id":1},"data":{"object":[]},"event":null}`))
+	f.Add("x", "", "multipart/form-data; boundary=x", []byte("payload="))
+	f.Fuzz(func(t *testing.T, id, typ, contentType string, body []byte) {
+		headers := map[string]string{
+			"content-type":                 contentType,
+			webhook.GitHubDeliveryHeader:   id,
+			webhook.GitHubEventHeader:      typ,
+			webhook.ShopifyWebhookIDHeader: id,
+			webhook.ShopifyTopicHeader:     typ,
+			webhook.StandardIDHeader:       id,
+		}
+		for _, p := range providers {
+			ev, err := p.Event(headers, body)
+			if err != nil {
+				if !errors.Is(err, webhook.ErrBadPayload) && !errors.Is(err, webhook.ErrNoEventID) {
+					t.Fatalf("%s: Event error outside the sentinels: %v", p.Name(), err)
+				}
+				continue
+			}
+			switch {
+			case ev.Challenge != "":
+				if p.Name() != "slack" || ev.ID != "" {
+					t.Fatalf("%s: challenge in %+v", p.Name(), ev)
+				}
+			case ev.ID == "":
+				t.Fatalf("%s: accepted with no id: %+v", p.Name(), ev)
+			}
+			formDelivery := p.Name() == "github" && strings.HasPrefix(contentType, "application/x-www-form-urlencoded")
+			if !formDelivery && !json.Valid(body) {
+				t.Fatalf("%s: Event accepted a body that is not JSON: %q", p.Name(), body)
+			}
+		}
+	})
+}
+
+// FuzzSignThenVerify checks that every provider accepts its own signing of
+// any body with any usable secret, and refuses it after a one-byte change.
+func FuzzSignThenVerify(f *testing.F) {
+	f.Add("s3cr3t", []byte(`{"id":"evt_1"}`), int64(0), uint16(3))
+	f.Add("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", []byte{}, int64(-299), uint16(0))
+	f.Add("x", []byte("\x00\xff"), int64(299), uint16(1))
+	f.Fuzz(func(t *testing.T, secret string, body []byte, skew int64, flip uint16) {
+		if secret == "" || skew > 300 || skew < -300 {
+			return
+		}
+		at := testNow.Add(time.Duration(skew) * time.Second)
+		for _, name := range webhook.Names() {
+			s := secret
+			if name == "standard" {
+				s = webhook.StandardSecret([]byte(secret))
+			}
+			p := mustNew(t, name, s)
+			h := p.Sign(s, body, at)
+			if err := p.Verify(h, body, testNow); err != nil {
+				t.Fatalf("%s: own signature refused: %v", name, err)
+			}
+			if len(body) == 0 {
+				continue
+			}
+			changed := append([]byte(nil), body...)
+			changed[int(flip)%len(changed)] ^= 0x20
+			if err := p.Verify(h, changed, testNow); !errors.Is(err, webhook.ErrNoValidSignature) {
+				t.Fatalf("%s: changed body: error = %v", name, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,332 @@
+package webhook_test
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemlambda/idem/pkg/webhook"
+)
+
+// testNow is the receiver's clock in tests that do not involve a reference
+// library reading the real clock.
+var testNow = time.Unix(1_760_000_000, 0)
+
+// testSecrets are valid for every provider (Standard Webhooks needs base64).
+var testSecrets = map[string][]string{
+	"github":   {"gh-secret-old", "gh-secret-new", "gh-secret-other"},
+	"shopify":  {"shpss_old0000000000000000000000000", "shpss_new1111111111111111111111111", "shpss_other2222222222222222222222"},
+	"slack":    {"8f742231b10e8888abcd99yyyzzz85a5", "0b1e4d7a6c538f742231b10e8888abcd", "ffffffffffffffffffffffffffffffff"},
+	"standard": {"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD", "whsec_dGhpcmQgc2VjcmV0IG5vdCBhY2NlcHRlZA=="},
+	"stripe":   {"whsec_test_old_8mQ2", "whsec_test_new_4kZ7", "whsec_test_other_1aB9"},
+}
+
+// timestamped lists the providers whose scheme signs a timestamp.
+var timestamped = []string{"slack", "standard", "stripe"}
+
+func mustNew(t testing.TB, name string, secrets ...string) webhook.Provider {
+	t.Helper()
+	p, err := webhook.New(name, secrets, 0)
+	if err != nil {
+		t.Fatalf("New(%q): %v", name, err)
+	}
+	return p
+}
+
+// merged returns the union of header maps, later maps winning.
+func merged(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		maps.Copy(out, m)
+	}
+	return out
+}
+
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func readJSONFixture(t testing.TB, name string, v any) {
+	t.Helper()
+	if err := json.Unmarshal(readFixture(t, name), v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+func wantErr(t testing.TB, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+// verifyErrors are the only sentinels Verify may return.
+var verifyErrors = []error{
+	webhook.ErrNotSigned, webhook.ErrInvalidHeader, webhook.ErrNoValidSignature,
+	webhook.ErrTooOld, webhook.ErrTooNew,
+}
+
+func isVerifyError(err error) bool {
+	return slices.ContainsFunc(verifyErrors, func(target error) bool { return errors.Is(err, target) })
+}
+
+func TestNamesListsEveryProviderAndNewBuildsEach(t *testing.T) {
+	want := []string{"github", "shopify", "slack", "standard", "stripe"}
+	if got := webhook.Names(); !slices.Equal(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	for _, name := range want {
+		if got := mustNew(t, name, testSecrets[name][0]).Name(); got != name {
+			t.Errorf("New(%q).Name() = %q", name, got)
+		}
+	}
+}
+
+func TestNewRejectsUnknownProvider(t *testing.T) {
+	for _, name := range []string{"", "Stripe", "paypal", "svix"} {
+		_, err := webhook.New(name, []string{"s"}, 0)
+		wantErr(t, err, webhook.ErrUnknownProvider)
+	}
+}
+
+func TestNewRequiresANonEmptySecret(t *testing.T) {
+	for _, name := range webhook.Names() {
+		for _, secrets := range [][]string{nil, {}, {""}, {testSecrets[name][0], ""}} {
+			_, err := webhook.New(name, secrets, 0)
+			wantErr(t, err, webhook.ErrNoSecret)
+		}
+	}
+}
+
+func TestNewRejectsNegativeTolerance(t *testing.T) {
+	_, err := webhook.New("stripe", []string{"s"}, -time.Second)
+	wantErr(t, err, webhook.ErrInvalidTolerance)
+}
+
+func TestNewDoesNotAliasTheSecretsSlice(t *testing.T) {
+	secrets := []string{testSecrets["github"][0]}
+	p := mustNew(t, "github", secrets...)
+	p2, err := webhook.New("github", secrets, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets[0] = "changed"
+	body := []byte(`{}`)
+	for _, p := range []webhook.Provider{p, p2} {
+		if err := p.Verify(p.Sign(testSecrets["github"][0], body, testNow), body, testNow); err != nil {
+			t.Fatalf("secret changed under the provider: %v", err)
+		}
+	}
+}
+
+func TestDefaultResultTTLOutlivesEachSendersRetries(t *testing.T) {
+	want := map[string]time.Duration{
+		"stripe":   96 * time.Hour,
+		"github":   96 * time.Hour,
+		"shopify":  72 * time.Hour,
+		"standard": 48 * time.Hour,
+		"slack":    24 * time.Hour,
+	}
+	for name, ttl := range want {
+		if got := mustNew(t, name, testSecrets[name][0]).DefaultResultTTL(); got != ttl {
+			t.Errorf("%s: DefaultResultTTL() = %s, want %s", name, got, ttl)
+		}
+	}
+}
+
+func TestSampleSignedIsAcceptedAndYieldsItsEventID(t *testing.T) {
+	for _, name := range webhook.Names() {
+		t.Run(name, func(t *testing.T) {
+			secret := testSecrets[name][0]
+			p := mustNew(t, name, secret)
+			const id = "evt_sample_0001"
+			body, extra := p.Sample(id, testNow)
+			again, extraAgain := p.Sample(id, testNow)
+			if string(body) != string(again) || !maps.Equal(extra, extraAgain) {
+				t.Fatal("Sample is not deterministic")
+			}
+			if other, _ := p.Sample("evt_sample_0002", testNow); string(other) == string(body) {
+				t.Fatal("Sample ignores the event id")
+			}
+			signed := p.Sign(secret, body, testNow)
+			for _, h := range []map[string]string{merged(extra, signed), merged(signed, extra)} {
+				if err := p.Verify(h, body, testNow); err != nil {
+					t.Fatalf("Verify: %v", err)
+				}
+				ev, err := p.Event(h, body)
+				if err != nil {
+					t.Fatalf("Event: %v", err)
+				}
+				if ev.ID != id || ev.Type == "" || ev.ObjectID == "" || ev.Challenge != "" {
+					t.Fatalf("Event = %+v", ev)
+				}
+			}
+			if !json.Valid(body) {
+				t.Fatalf("sample body is not JSON: %s", body)
+			}
+			for k := range merged(extra, signed) {
+				if k != strings.ToLower(k) {
+					t.Errorf("header name %q is not lower-case", k)
+				}
+			}
+		})
+	}
+}
+
+func TestEveryProviderRejectsTamperedBodyWrongSecretAndUnsigned(t *testing.T) {
+	for _, name := range webhook.Names() {
+		t.Run(name, func(t *testing.T) {
+			p := mustNew(t, name, testSecrets[name][0])
+			body, extra := p.Sample("evt_reject", testNow)
+			good := merged(extra, p.Sign(testSecrets[name][0], body, testNow))
+
+			tampered := append([]byte(nil), body...)
+			tampered[len(tampered)/2] ^= 0x01
+			wantErr(t, p.Verify(good, tampered, testNow), webhook.ErrNoValidSignature)
+			wantErr(t, p.Verify(good, append(body, ' '), testNow), webhook.ErrNoValidSignature)
+			wantErr(t, p.Verify(good, nil, testNow), webhook.ErrNoValidSignature)
+
+			wrong := merged(extra, p.Sign(testSecrets[name][2], body, testNow))
+			wantErr(t, p.Verify(wrong, body, testNow), webhook.ErrNoValidSignature)
+
+			wantErr(t, p.Verify(extra, body, testNow), webhook.ErrNotSigned)
+			wantErr(t, p.Verify(nil, body, testNow), webhook.ErrNotSigned)
+			for k := range p.Sign(testSecrets[name][0], body, testNow) {
+				h := maps.Clone(good)
+				delete(h, k)
+				if err := p.Verify(h, body, testNow); err == nil {
+					t.Fatalf("accepted without %s", k)
+				}
+				h[k] = ""
+				if err := p.Verify(h, body, testNow); err == nil {
+					t.Fatalf("accepted with an empty %s", k)
+				}
+			}
+		})
+	}
+}
+
+func TestEveryProviderAcceptsEachRotatedSecret(t *testing.T) {
+	for _, name := range webhook.Names() {
+		t.Run(name, func(t *testing.T) {
+			s := testSecrets[name]
+			p := mustNew(t, name, s[0], s[1])
+			body, extra := p.Sample("evt_rotation", testNow)
+			for _, secret := range s[:2] {
+				if err := p.Verify(merged(extra, p.Sign(secret, body, testNow)), body, testNow); err != nil {
+					t.Errorf("secret %q refused: %v", secret, err)
+				}
+			}
+			wantErr(t, p.Verify(merged(extra, p.Sign(s[2], body, testNow)), body, testNow), webhook.ErrNoValidSignature)
+
+			// Once the old secret is retired, its signatures stop passing.
+			retired := mustNew(t, name, s[1])
+			wantErr(t, retired.Verify(merged(extra, retired.Sign(s[0], body, testNow)), body, testNow), webhook.ErrNoValidSignature)
+		})
+	}
+}
+
+func TestTimestampToleranceHoldsInBothDirections(t *testing.T) {
+	for _, name := range timestamped {
+		t.Run(name, func(t *testing.T) {
+			secret := testSecrets[name][0]
+			for _, tc := range []struct {
+				tolerance time.Duration
+				window    time.Duration // the effective tolerance
+			}{{0, webhook.DefaultTolerance}, {10 * time.Second, 10 * time.Second}, {time.Hour, time.Hour}} {
+				p, err := webhook.New(name, []string{secret}, tc.tolerance)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, extra := p.Sample("evt_tolerance", testNow)
+				at := func(signed time.Time) error {
+					return p.Verify(merged(extra, p.Sign(secret, body, signed)), body, testNow)
+				}
+				for _, ok := range []time.Duration{0, tc.window, -tc.window, time.Second, -time.Second} {
+					if err := at(testNow.Add(ok)); err != nil {
+						t.Errorf("tolerance %s: signed %s from now refused: %v", tc.window, ok, err)
+					}
+				}
+				wantErr(t, at(testNow.Add(-tc.window-time.Second)), webhook.ErrTooOld)
+				wantErr(t, at(testNow.Add(-30*24*time.Hour)), webhook.ErrTooOld)
+				wantErr(t, at(time.Unix(0, 0)), webhook.ErrTooOld)
+				wantErr(t, at(testNow.Add(tc.window+time.Second)), webhook.ErrTooNew)
+				wantErr(t, at(testNow.Add(30*24*time.Hour)), webhook.ErrTooNew)
+			}
+		})
+	}
+}
+
+func TestProvidersWithoutSignedTimestampIgnoreTheClock(t *testing.T) {
+	for _, name := range []string{"github", "shopify"} {
+		p := mustNew(t, name, testSecrets[name][0])
+		body, extra := p.Sample("evt_clock", testNow)
+		h := merged(extra, p.Sign(testSecrets[name][0], body, testNow))
+		for _, now := range []time.Time{testNow.AddDate(1, 0, 0), testNow.AddDate(-1, 0, 0)} {
+			if err := p.Verify(h, body, now); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	}
+}
+
+func TestHeaderNamesNeedNotBeLowerCased(t *testing.T) {
+	for _, name := range webhook.Names() {
+		p := mustNew(t, name, testSecrets[name][0])
+		body, extra := p.Sample("evt_case", testNow)
+		h := map[string]string{}
+		for k, v := range merged(extra, p.Sign(testSecrets[name][0], body, testNow)) {
+			h[strings.ToUpper(k[:1])+k[1:]] = v
+		}
+		if err := p.Verify(h, body, testNow); err != nil {
+			t.Errorf("%s: Verify: %v", name, err)
+		}
+		if ev, err := p.Event(h, body); err != nil || ev.ID != "evt_case" {
+			t.Errorf("%s: Event = %+v, %v", name, ev, err)
+		}
+	}
+}
+
+func TestEventRejectsBodiesThatAreNotAJSONObject(t *testing.T) {
+	bodies := []string{"", " ", "null", "[]", `"evt_1"`, "42", "{", `{"id":"evt_1"`, `{"id":"evt_1"} x`, "id=evt_1", "\xff\xfe{}"}
+	for _, name := range webhook.Names() {
+		p := mustNew(t, name, testSecrets[name][0])
+		_, extra := p.Sample("evt_bad", testNow)
+		for _, b := range bodies {
+			_, err := p.Event(extra, []byte(b))
+			wantErr(t, err, webhook.ErrBadPayload)
+		}
+	}
+}
+
+func TestErrorsNeverCarryTheSecretOrExpectedSignature(t *testing.T) {
+	for _, name := range webhook.Names() {
+		secret := testSecrets[name][0]
+		p := mustNew(t, name, secret)
+		body, extra := p.Sample("evt_leak", testNow)
+		good := p.Sign(secret, body, testNow)
+		tampered := append(slices.Clip(body), '\n')
+		err := p.Verify(merged(extra, good), tampered, testNow)
+		wantErr(t, err, webhook.ErrNoValidSignature)
+		expected := p.Sign(secret, tampered, testNow)
+		for _, v := range expected {
+			if len(v) > 16 && strings.Contains(err.Error(), v) {
+				t.Errorf("%s: error reveals the expected signature: %v", name, err)
+			}
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: error reveals the secret: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package webhook_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/idemlambda/idem/pkg/webhook"
+)
+
+type standardVectors struct {
+	Sign []struct {
+		Name, Secret, ID, Body, Signature string
+		Timestamp                         int64
+	}
+	Rejected []struct{ Name, Signature, Error string }
+	Accepted []struct{ Name, Signature string }
+}
+
+func standardHeaders(id string, ts int64, sig string) map[string]string {
+	return map[string]string{
+		webhook.StandardIDHeader:        id,
+		webhook.StandardTimestampHeader: fmt.Sprint(ts),
+		webhook.StandardSignatureHeader: sig,
+	}
+}
+
+func TestStandardPublishedVectors(t *testing.T) {
+	var v standardVectors
+	readJSONFixture(t, "standard_vectors.json", &v)
+	for _, s := range v.Sign {
+		t.Run(s.Name, func(t *testing.T) {
+			at := time.Unix(s.Timestamp, 0)
+			got, err := webhook.StandardSignature(s.Secret, s.ID, []byte(s.Body), at)
+			if err != nil || got != s.Signature {
+				t.Fatalf("StandardSignature = %q, %v; want %q", got, err, s.Signature)
+			}
+			p := mustNew(t, "standard", s.Secret)
+			if err := p.Verify(standardHeaders(s.ID, s.Timestamp, s.Signature), []byte(s.Body), at); err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			// The reference Go library decodes only padded secrets.
+			if wh, err := standardwebhooks.NewWebhook(s.Secret); err == nil {
+				if theirs, _ := wh.Sign(s.ID, at, []byte(s.Body)); theirs != s.Signature {
+					t.Fatalf("reference library signs %q", theirs)
+				}
+			}
+		})
+	}
+
+	ref := v.Sign[0]
+	p := mustNew(t, "standard", ref.Secret)
+	at := time.Unix(ref.Timestamp, 0)
+	sentinel := map[string]error{"no valid signature": webhook.ErrNoValidSignature, "invalid header": webhook.ErrInvalidHeader}
+	for _, r := range v.Rejected {
+		want, ok := sentinel[r.Error]
+		if !ok {
+			t.Fatalf("%s: unknown error %q", r.Name, r.Error)
+		}
+		err := p.Verify(standardHeaders(ref.ID, ref.Timestamp, r.Signature), []byte(ref.Body), at)
+		if !errors.Is(err, want) {
+			t.Errorf("%s: error = %v, want %v", r.Name, err, want)
+		}
+	}
+	for _, a := range v.Accepted {
+		if err := p.Verify(standardHeaders(ref.ID, ref.Timestamp, a.Signature), []byte(ref.Body), at); err != nil {
+			t.Errorf("%s: %v", a.Name, err)
+		}
+	}
+}
+
+func TestStandardCrossCheckWithReferenceLibrary(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	p := mustNew(t, "standard", secret)
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now() // the reference library reads the real clock
+	body, extra := p.Sample("msg_2mQ8cYp1dW6yT0aZ3kB7nR4eLx", now)
+
+	// Ours signs, the reference verifies.
+	ours := merged(extra, p.Sign(secret, body, now))
+	h := http.Header{}
+	for k, v := range ours {
+		h.Set(k, v)
+	}
+	if err := wh.Verify(body, h); err != nil {
+		t.Fatalf("reference library refuses our signature: %v", err)
+	}
+
+	// The reference signs, ours verifies, also among other entries.
+	sig, err := wh.Sign("msg_2mQ8cYp1dW6yT0aZ3kB7nR4eLx", now, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := standardHeaders("msg_2mQ8cYp1dW6yT0aZ3kB7nR4eLx", now.Unix(), sig)
+	if err := p.Verify(theirs, body, now); err != nil {
+		t.Fatalf("reference signature refused: %v", err)
+	}
+	other, _ := webhook.StandardSignature("whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD", "msg_2mQ8cYp1dW6yT0aZ3kB7nR4eLx", body, now)
+	theirs[webhook.StandardSignatureHeader] = other + " " + sig + " v2,abc"
+	if err := p.Verify(theirs, body, now); err != nil {
+		t.Fatalf("multi-signature refused: %v", err)
+	}
+	h.Set(webhook.StandardSignatureHeader, theirs[webhook.StandardSignatureHeader])
+	if err := wh.Verify(body, h); err != nil {
+		t.Fatalf("reference refuses the same multi-signature: %v", err)
+	}
+
+	// Both refuse a delivery signed for another message id.
+	theirs[webhook.StandardIDHeader] = "msg_other"
+	h.Set(webhook.StandardIDHeader, "msg_other")
+	wantErr(t, p.Verify(theirs, body, now), webhook.ErrNoValidSignature)
+	if wh.Verify(body, h) == nil {
+		t.Fatal("reference accepted a changed message id")
+	}
+}
+
+func TestStandardSecretForms(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	secret := webhook.StandardSecret(key)
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("StandardSecret = %q", secret)
+	}
+	for _, s := range []string{secret, strings.TrimPrefix(secret, "whsec_"), strings.TrimRight(secret, "=")} {
+		got, err := webhook.DecodeStandardSecret(s)
+		if err != nil || !bytes.Equal(got, key) {
+			t.Errorf("DecodeStandardSecret(%q) = %q, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"whsec_", "whsec_!!!!", "whsec_abc$", "not base64 at all", "whsec_QUJD=", "=="} {
+		_, err := webhook.DecodeStandardSecret(s)
+		wantErr(t, err, webhook.ErrInvalidSecret)
+		_, err = webhook.New("standard", []string{s}, 0)
+		wantErr(t, err, webhook.ErrInvalidSecret)
+	}
+	_, err := webhook.New("standard", []string{secret, "whsec_%%%"}, 0)
+	wantErr(t, err, webhook.ErrInvalidSecret)
+
+	p := mustNew(t, "standard", secret)
+	if got := p.Sign("whsec_%%%", []byte(`{}`), testNow); got != nil {
+		t.Fatalf("Sign with an undecodable secret = %v, want nil", got)
+	}
+}
+
+func TestStandardRejectsMissingOrMalformedHeaders(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	p := mustNew(t, "standard", secret)
+	body := []byte(`{"type":"user.created"}`)
+	good := p.Sign(secret, body, testNow)
+	for _, name := range []string{webhook.StandardIDHeader, webhook.StandardTimestampHeader, webhook.StandardSignatureHeader} {
+		h := merged(good)
+		delete(h, name)
+		wantErr(t, p.Verify(h, body, testNow), webhook.ErrNotSigned)
+	}
+	ts := good[webhook.StandardTimestampHeader]
+	for _, bad := range []string{"hello", ts + ".0", "-" + ts, "+" + ts, "0" + ts, ts + " ", "1e9", "99999999999999999999"} {
+		h := merged(good, map[string]string{webhook.StandardTimestampHeader: bad})
+		wantErr(t, p.Verify(h, body, testNow), webhook.ErrInvalidHeader)
+	}
+	sig := good[webhook.StandardSignatureHeader]
+	for _, tc := range []struct {
+		header string
+		want   error
+	}{
+		{sig + " junk", webhook.ErrInvalidHeader},
+		{",abc " + sig, webhook.ErrInvalidHeader},
+		{sig + ",", webhook.ErrInvalidHeader},
+		{strings.Replace(sig, "v1,", "v1,,", 1), webhook.ErrInvalidHeader},
+		{strings.TrimRight(sig, "="), webhook.ErrInvalidHeader},
+		{strings.NewReplacer("+", "-", "/", "_").Replace(sig) + "+/", webhook.ErrInvalidHeader},
+		{"v1a,c2lnbmF0dXJl v2," + sig[3:], webhook.ErrNoValidSignature},
+		{"V1," + sig[3:], webhook.ErrNoValidSignature},
+		{"  " + sig + "  ", nil}, // empty entries between spaces are skipped
+	} {
+		err := p.Verify(merged(good, map[string]string{webhook.StandardSignatureHeader: tc.header}), body, testNow)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%q: error = %v, want %v", tc.header, err, tc.want)
+		}
+	}
+}
+
+func TestStandardAcceptsSvixBrandedHeaders(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	p := mustNew(t, "standard", secret)
+	body := readFixture(t, "events/standard_invoice_paid.json")
+	signed := p.Sign(secret, body, testNow)
+	svix := map[string]string{
+		"svix-id":        signed[webhook.StandardIDHeader],
+		"svix-timestamp": signed[webhook.StandardTimestampHeader],
+		"svix-signature": signed[webhook.StandardSignatureHeader],
+	}
+	if err := p.Verify(svix, body, testNow); err != nil {
+		t.Fatalf("Verify(svix-*): %v", err)
+	}
+	if ev, err := p.Event(svix, body); err != nil || ev.ID != signed[webhook.StandardIDHeader] {
+		t.Fatalf("Event(svix-*) = %+v, %v", ev, err)
+	}
+	// A complete webhook-* set wins over svix-*: a bad one is not rescued.
+	both := merged(svix, standardHeaders("msg_other", testNow.Unix(), signed[webhook.StandardSignatureHeader]))
+	wantErr(t, p.Verify(both, body, testNow), webhook.ErrNoValidSignature)
+}
+
+func TestStandardSignTakesTheMessageIDFromTheBody(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	p := mustNew(t, "standard", secret)
+	withID := []byte(`{"id":"msg_fromBody","type":"x"}`)
+	if got := p.Sign(secret, withID, testNow)[webhook.StandardIDHeader]; got != "msg_fromBody" {
+		t.Fatalf("webhook-id = %q", got)
+	}
+	body := readFixture(t, "events/standard_invoice_paid.json")
+	first := p.Sign(secret, body, testNow)
+	retry := p.Sign(secret, body, testNow.Add(time.Minute))
+	if first[webhook.StandardIDHeader] == "" || first[webhook.StandardIDHeader] != retry[webhook.StandardIDHeader] {
+		t.Fatalf("a re-signed body changed id: %q then %q", first[webhook.StandardIDHeader], retry[webhook.StandardIDHeader])
+	}
+	if first[webhook.StandardSignatureHeader] == retry[webhook.StandardSignatureHeader] {
+		t.Fatal("a later signature should differ")
+	}
+	if other := p.Sign(secret, withID, testNow); other[webhook.StandardIDHeader] == first[webhook.StandardIDHeader] {
+		t.Fatal("different bodies share an id")
+	}
+}
+
+func TestStandardEvent(t *testing.T) {
+	p := mustNew(t, "standard", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	body := readFixture(t, "events/standard_invoice_paid.json")
+	h := map[string]string{webhook.StandardIDHeader: "msg_p5jXN8AQM9LWM0D4loKWxJek"}
+	want := webhook.Event{ID: "msg_p5jXN8AQM9LWM0D4loKWxJek", Type: "invoice.paid", ObjectID: "inv_2f0G8bYd3kQ1"}
+	if got, err := p.Event(h, body); err != nil || got != want {
+		t.Fatalf("Event = %+v, %v; want %+v", got, err, want)
+	}
+	// type and data are optional in the payload.
+	if got, err := p.Event(h, []byte(`{"hello":"world"}`)); err != nil || got != (webhook.Event{ID: want.ID}) {
+		t.Fatalf("Event = %+v, %v", got, err)
+	}
+	_, err := p.Event(map[string]string{}, body)
+	wantErr(t, err, webhook.ErrNoEventID)
+}
