@@ -1,0 +1,96 @@
+// Package apigw holds what every function needs to speak API Gateway HTTP API payload v2.0:
+// the raw request body, JSON responses, and error bodies with a stable machine code.
+package apigw
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// DefaultBodyLimit is the largest request body accepted unless a function sets its own: 1 MiB.
+const DefaultBodyLimit = 1 << 20
+
+// ErrBodyTooLarge is returned by Body when the decoded body exceeds the limit.
+var ErrBodyTooLarge = errors.New("apigw: body too large")
+
+// ErrBadEncoding is returned by Body when isBase64Encoded is set but the body is not base64.
+var ErrBadEncoding = errors.New("apigw: body is not valid base64")
+
+// Body returns the raw request bytes, decoding base64 first when API Gateway encoded them:
+// signatures are always computed over these bytes. A body over limit bytes is ErrBodyTooLarge.
+func Body(req events.APIGatewayV2HTTPRequest, limit int) ([]byte, error) {
+	if !req.IsBase64Encoded {
+		if len(req.Body) > limit {
+			return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBodyTooLarge, len(req.Body), limit)
+		}
+		return []byte(req.Body), nil
+	}
+	if base64.StdEncoding.DecodedLen(len(req.Body)) > limit+2 {
+		return nil, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, limit)
+	}
+	b, err := base64.StdEncoding.DecodeString(req.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadEncoding, err)
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBodyTooLarge, len(b), limit)
+	}
+	return b, nil
+}
+
+// Header returns a request header. API Gateway v2 lower-cases header names, and joins
+// repeated headers with commas.
+func Header(req events.APIGatewayV2HTTPRequest, name string) string { return req.Headers[name] }
+
+// JSON returns a response with v encoded as its JSON body and content-type application/json.
+// headers are added as name, value pairs.
+func JSON(status int, v any, headers ...string) events.APIGatewayV2HTTPResponse {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return Error(500, "internal_error", "response could not be encoded")
+	}
+	return Raw(status, body, headers...)
+}
+
+// Raw returns a response whose body is already JSON.
+func Raw(status int, body []byte, headers ...string) events.APIGatewayV2HTTPResponse {
+	h := make(map[string]string, 1+len(headers)/2)
+	h["content-type"] = "application/json"
+	for i := 0; i+1 < len(headers); i += 2 {
+		h[headers[i]] = headers[i+1]
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: h, Body: string(body)}
+}
+
+// ErrorBody is the JSON shape of every error response: {"error": {"code": ..., "message": ...}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inside of ErrorBody. Code is stable and meant for machines.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error returns an error response with a stable machine code and a human message.
+func Error(status int, code, message string, headers ...string) events.APIGatewayV2HTTPResponse {
+	body, _ := json.Marshal(ErrorBody{Error: ErrorDetail{Code: code, Message: message}})
+	return Raw(status, body, headers...)
+}
+
+// RetryAfter formats d for a retry-after header: whole seconds, rounded up, at least 1.
+func RetryAfter(d time.Duration) string {
+	s := math.Ceil(d.Seconds())
+	if s < 1 || math.IsNaN(s) {
+		s = 1
+	}
+	return strconv.FormatInt(int64(s), 10)
+}

@@ -1,0 +1,56 @@
+package apigw
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+func TestBodyDecodesBase64BeforeAnythingElse(t *testing.T) {
+	raw := []byte("{\"a\":1}\n\x00\xff")
+	got, err := Body(events.APIGatewayV2HTTPRequest{Body: base64.StdEncoding.EncodeToString(raw), IsBase64Encoded: true}, 100)
+	if err != nil || string(got) != string(raw) {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, err := Body(events.APIGatewayV2HTTPRequest{Body: "%%%", IsBase64Encoded: true}, 100); !errors.Is(err, ErrBadEncoding) {
+		t.Fatalf("bad base64: %v", err)
+	}
+}
+
+func TestBodyOverLimitIsRefused(t *testing.T) {
+	big := make([]byte, 11)
+	for _, req := range []events.APIGatewayV2HTTPRequest{
+		{Body: string(big)},
+		{Body: base64.StdEncoding.EncodeToString(big), IsBase64Encoded: true},
+	} {
+		if _, err := Body(req, 10); !errors.Is(err, ErrBodyTooLarge) {
+			t.Fatalf("base64=%v: %v", req.IsBase64Encoded, err)
+		}
+	}
+	if b, err := Body(events.APIGatewayV2HTTPRequest{Body: base64.StdEncoding.EncodeToString(big[:10]), IsBase64Encoded: true}, 10); err != nil || len(b) != 10 {
+		t.Fatalf("exactly at the limit: %d, %v", len(b), err)
+	}
+}
+
+func TestErrorBodyShape(t *testing.T) {
+	resp := Error(409, "in_progress", "try later", "retry-after", "3")
+	if resp.StatusCode != 409 || resp.Headers["content-type"] != "application/json" || resp.Headers["retry-after"] != "3" {
+		t.Fatalf("%+v", resp)
+	}
+	var eb ErrorBody
+	if err := json.Unmarshal([]byte(resp.Body), &eb); err != nil || eb.Error.Code != "in_progress" || eb.Error.Message != "try later" {
+		t.Fatalf("body %s: %v", resp.Body, err)
+	}
+}
+
+func TestRetryAfterRoundsUpToWholeSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "1", -time.Second: "1", 300 * time.Millisecond: "1", 1001 * time.Millisecond: "2", 12 * time.Second: "12"} {
+		if got := RetryAfter(d); got != want {
+			t.Errorf("RetryAfter(%s) = %s, want %s", d, got, want)
+		}
+	}
+}
