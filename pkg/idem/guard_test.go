@@ -1,0 +1,463 @@
+package idem
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/redis/go-redis/v9"
+)
+
+// commandLog records the name of every command a client sends.
+type commandLog struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (l *commandLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (l *commandLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		l.mu.Lock()
+		l.names = append(l.names, cmd.Name())
+		l.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+func (l *commandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// take returns the commands sent since the last call.
+func (l *commandLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	names := l.names
+	l.names = nil
+	return names
+}
+
+func TestRoundTripBudget(t *testing.T) {
+	testsupport.SharedRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: testsupport.SharedRedisAddr()})
+	t.Cleanup(func() { c.Close() })
+	log := &commandLog{}
+	c.AddHook(log)
+	g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)+"idem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	fp := FingerprintOf([]byte("body"))
+	// Load both scripts into the server's cache once, as the first calls of an environment do.
+	g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
+	g.Do(ctx, Key{Scope: "warm", ID: "fail"}, fp, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
+	log.take()
+
+	hold, claimed := make(chan struct{}), make(chan struct{})
+	go g.Do(ctx, Key{Scope: "budget", ID: "held"}, fp, func(context.Context) (Result, error) {
+		close(claimed)
+		<-hold
+		return Result{Status: 200}, nil
+	})
+	<-claimed
+	log.take()
+	defer close(hold)
+
+	for _, tc := range []struct {
+		name string
+		key  string
+		work Work
+		kind Kind
+		want []string
+	}{
+		{"first execution", "new", okWork("x"), Executed, []string{"set", "evalsha"}},
+		{"replay", "new", okWork("x"), Replayed, []string{"set"}},
+		{"in-progress duplicate", "held", okWork("x"), InProgress, []string{"set"}},
+		{"failure release", "failing", func(context.Context) (Result, error) { return Result{}, errors.New("x") }, Failed, []string{"set", "evalsha"}},
+	} {
+		out, _ := g.Do(ctx, Key{Scope: "budget", ID: tc.key}, fp, tc.work)
+		got := log.take()
+		if out.Kind != tc.kind || strings.Join(got, " ") != strings.Join(tc.want, " ") || out.RoundTrips != len(tc.want) {
+			t.Errorf("%s: %v sent %v (RoundTrips %d), want %v %v", tc.name, out.Kind, got, out.RoundTrips, tc.kind, tc.want)
+		}
+	}
+}
+
+func TestScriptsAreReloadedAfterScriptFlush(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	g, _ := New(c)
+	ctx := context.Background()
+	out, err := g.Do(ctx, Key{Scope: "s", ID: "1"}, Fingerprint{}, okWork("x"))
+	if err != nil || out.Kind != Executed || out.RoundTrips != 3 {
+		t.Fatalf("unknown script: %v %v, %d round trips; want EVALSHA then EVAL (3)", out.Kind, err, out.RoundTrips)
+	}
+	out, _ = g.Do(ctx, Key{Scope: "s", ID: "2"}, Fingerprint{}, okWork("x"))
+	if out.RoundTrips != 2 {
+		t.Fatalf("known script: %d round trips, want 2", out.RoundTrips)
+	}
+}
+
+// dropFirstClaimReply forwards to target, but swallows the reply to the first claim: the server
+// applied the SET, the client sees its connection die and retries the same command.
+func dropFirstClaimReply(t *testing.T, target string) (addr string, dropped *atomic.Bool) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	dropped = &atomic.Bool{}
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				return
+			}
+			var dropNext atomic.Bool
+			go func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := client.Read(buf)
+					if n > 0 {
+						if bytes.Contains(buf[:n], []byte("$3\r\nset\r\n")) && dropped.CompareAndSwap(false, true) {
+							dropNext.Store(true)
+						}
+						server.Write(buf[:n])
+					}
+					if err != nil {
+						server.Close()
+						return
+					}
+				}
+			}()
+			go func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := server.Read(buf)
+					if n > 0 && dropNext.Load() {
+						client.Close()
+						server.Close()
+						return
+					}
+					if n > 0 {
+						client.Write(buf[:n])
+					}
+					if err != nil {
+						client.Close()
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), dropped
+}
+
+func TestClaimRetriedAfterLostReplyRecognisesItsOwnToken(t *testing.T) {
+	testsupport.SharedRedis(t)
+	addr, dropped := dropFirstClaimReply(t, testsupport.SharedRedisAddr())
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 2, Protocol: 2, DisableIdentity: true})
+	defer c.Close()
+	g, _ := New(c, WithPrefix(testsupport.UniquePrefix(t)+"idem"))
+	runs := 0
+	out, err := g.Do(context.Background(), Key{Scope: "stripe", ID: "evt_lost_reply"}, Fingerprint{}, func(context.Context) (Result, error) {
+		runs++
+		return Result{Status: 200}, nil
+	})
+	if !dropped.Load() {
+		t.Fatal("the proxy never dropped a claim reply: the test did not exercise the retry")
+	}
+	if err != nil || out.Kind != Executed || runs != 1 {
+		t.Fatalf("retried claim: %v, %v, runs=%d; want Executed once (not InProgress)", out.Kind, err, runs)
+	}
+}
+
+func TestRedisStoppedMidTestFailsClosedAndRecovers(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	// The client a function builds, with its Lambda timeouts.
+	conn, err := redisconn.Open(context.Background(), redisconn.Settings{URL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	g, _ := New(conn.Client)
+	ctx := context.Background()
+	fp := FingerprintOf([]byte("x"))
+	if out, err := g.Do(ctx, Key{Scope: "down", ID: "before"}, fp, okWork("x")); out.Kind != Executed {
+		t.Fatalf("before: %v %v", out.Kind, err)
+	}
+
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	start := time.Now()
+	out, err := g.Do(ctx, Key{Scope: "down", ID: "during"}, fp, func(context.Context) (Result, error) { ran = true; return Result{}, nil })
+	elapsed := time.Since(start)
+	var se *StoreError
+	if out.Kind != Unavailable || !errors.Is(err, ErrUnavailable) || !errors.As(err, &se) || se.Op != "claim" {
+		t.Fatalf("while down: %v, %v; want Unavailable", out.Kind, err)
+	}
+	if ran {
+		t.Fatal("work ran without a claim while the store was down")
+	}
+	// Bounded by the dial timeout and one retry, far below a Lambda timeout; generous for a busy machine.
+	if elapsed > 2*(redisconn.DefaultDialTimeout+redisconn.DefaultReadTimeout)+time.Second {
+		t.Fatalf("store unavailable took %s to report", elapsed)
+	}
+
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out, err = g.Do(ctx, Key{Scope: "down", ID: "during"}, fp, okWork("after"))
+	if err != nil || out.Kind != Executed {
+		t.Fatalf("after recovery: %v, %v", out.Kind, err)
+	}
+}
+
+func TestRedisLostDuringWorkReportsResultNotStored(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, MaxRetries: 1})
+	defer c.Close()
+	g, _ := New(c)
+	out, err := g.Do(context.Background(), Key{Scope: "down", ID: "mid-work"}, Fingerprint{}, func(context.Context) (Result, error) {
+		srv.Stop()
+		return Result{Status: 200, Body: []byte("done")}, nil
+	})
+	var se *StoreError
+	if out.Kind != Executed || !errors.As(err, &se) || se.Op != "complete" || string(out.Result.Body) != "done" {
+		t.Fatalf("got %v, %v; want Executed with a complete error and the result", out.Kind, err)
+	}
+}
+
+func TestFailOpenRunsWorkUnguardedOnlyWhenAskedTo(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens here now
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer c.Close()
+	closed, _ := New(c)
+	open, _ := New(c, WithFailOpen(true))
+	ran := 0
+	work := func(context.Context) (Result, error) { ran++; return Result{Status: 200}, nil }
+	if out, _ := closed.Do(context.Background(), Key{Scope: "s", ID: "1"}, Fingerprint{}, work); out.Kind != Unavailable || ran != 0 {
+		t.Fatalf("fail closed: %v ran=%d", out.Kind, ran)
+	}
+	if out, err := open.Do(context.Background(), Key{Scope: "s", ID: "1"}, Fingerprint{}, work); out.Kind != ExecutedUnguarded || err != nil || ran != 1 {
+		t.Fatalf("fail open: %v %v ran=%d", out.Kind, err, ran)
+	}
+}
+
+func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	now := time.Now()
+	g, _ := New(c, WithLocalCache(16, time.Minute), WithClock(func() time.Time { return now }))
+	other, _ := New(c)
+	ctx := context.Background()
+	fp := FingerprintOf([]byte("p"))
+	key := Key{Scope: "s", ID: "cached"}
+	g.Do(ctx, key, fp, okWork("first"))
+	out, err := g.Do(ctx, key, fp, okWork("second"))
+	if err != nil || out.Kind != Replayed || !out.FromLocalCache || out.RoundTrips != 0 || string(out.Result.Body) != "first" {
+		t.Fatalf("warm replay: %+v %v", out, err)
+	}
+	if out, err := g.Do(ctx, key, FingerprintOf([]byte("q")), okWork("x")); out.Kind != Mismatch || !errors.Is(err, ErrMismatch) || out.RoundTrips != 0 {
+		t.Fatalf("mismatch from cache: %v %v", out.Kind, err)
+	}
+	// A replay observed from the store is cached too.
+	other.Do(ctx, Key{Scope: "s", ID: "elsewhere"}, fp, okWork("e"))
+	if out, _ := g.Do(ctx, Key{Scope: "s", ID: "elsewhere"}, fp, okWork("x")); out.FromLocalCache || out.Kind != Replayed {
+		t.Fatalf("first sight: %+v", out)
+	}
+	if out, _ := g.Do(ctx, Key{Scope: "s", ID: "elsewhere"}, fp, okWork("x")); !out.FromLocalCache {
+		t.Fatalf("second sight not cached: %+v", out)
+	}
+	// Past the cache TTL the store is asked again.
+	now = now.Add(2 * time.Minute)
+	if out, _ := g.Do(ctx, key, fp, okWork("x")); out.FromLocalCache || out.RoundTrips != 1 || out.Kind != Replayed {
+		t.Fatalf("expired cache entry: %+v", out)
+	}
+	// In-progress records are never cached.
+	hold, claimed := make(chan struct{}), make(chan struct{})
+	go other.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, func(context.Context) (Result, error) { close(claimed); <-hold; return Result{Status: 200}, nil })
+	<-claimed
+	g.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, okWork("x"))
+	if out, _ := g.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, okWork("x")); out.Kind != InProgress || out.RoundTrips != 1 {
+		t.Fatalf("in progress: %+v", out)
+	}
+	close(hold)
+}
+
+func TestClaimTTLAndWorkDeadlineFollowTheInvocationDeadline(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	g, _ := New(c, WithLockMargin(2*time.Second), WithSafetyMargin(500*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	invocation, _ := ctx.Deadline()
+	key := Key{Scope: "s", ID: "deadline"}
+	g.Do(ctx, key, Fingerprint{}, func(wctx context.Context) (Result, error) {
+		work, ok := wctx.Deadline()
+		if !ok || work.After(invocation.Add(-500*time.Millisecond)) || work.Before(invocation.Add(-600*time.Millisecond)) {
+			t.Errorf("work deadline %s before the invocation's, want 500ms", invocation.Sub(work))
+		}
+		ttl := mr.TTL(key.redisKey(DefaultPrefix))
+		if ttl < 11*time.Second || ttl > 12*time.Second {
+			t.Errorf("claim TTL %s, want the remaining 10s plus the 2s margin", ttl)
+		}
+		return Result{}, nil
+	})
+
+	// A fixed lock TTL shorter than the invocation wins: the work ends before the claim can expire.
+	g2, _ := New(c, WithLockTTL(3*time.Second), WithSafetyMargin(500*time.Millisecond))
+	start := time.Now()
+	g2.Do(ctx, Key{Scope: "s", ID: "fixed"}, Fingerprint{}, func(wctx context.Context) (Result, error) {
+		work, _ := wctx.Deadline()
+		if d := work.Sub(start); d > 2550*time.Millisecond || d < 2400*time.Millisecond {
+			t.Errorf("work deadline %s after start, want lock TTL minus safety margin (2.5s)", d)
+		}
+		return Result{}, nil
+	})
+
+	// Without a deadline the default lock TTL applies.
+	g.Do(context.Background(), Key{Scope: "s", ID: "nodeadline"}, Fingerprint{}, func(context.Context) (Result, error) {
+		if ttl := mr.TTL(Key{Scope: "s", ID: "nodeadline"}.redisKey(DefaultPrefix)); ttl != DefaultLockTTL {
+			t.Errorf("claim TTL without a deadline %s, want %s", ttl, DefaultLockTTL)
+		}
+		return Result{}, nil
+	})
+}
+
+func TestInvalidKeysNeverReachTheStore(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	log := &commandLog{}
+	c.AddHook(log)
+	g, _ := New(c)
+	for _, k := range []Key{{"", "x"}, {"s", ""}, {"has space", "x"}, {"s{", "x"}, {"s", "line\nbreak"}, {"s", strings.Repeat("a", MaxIDLength+1)}, {strings.Repeat("s", MaxScopeLength+1), "x"}} {
+		out, err := g.Do(context.Background(), k, Fingerprint{}, okWork("x"))
+		var ke *KeyError
+		if out.Kind != InvalidKey || !errors.Is(err, ErrInvalidKey) || !errors.As(err, &ke) {
+			t.Errorf("%q: %v %v", k, out.Kind, err)
+		}
+	}
+	if sent := log.take(); len(sent) != 0 {
+		t.Fatalf("invalid keys sent %v", sent)
+	}
+}
+
+func TestCorruptRecordFailsClosed(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	g, _ := New(c)
+	key := Key{Scope: "s", ID: "corrupt"}
+	mr.Set(key.redisKey(DefaultPrefix), "not a record")
+	out, err := g.Do(context.Background(), key, Fingerprint{}, okWork("x"))
+	if out.Kind != Unavailable || !errors.Is(err, ErrCorruptRecord) {
+		t.Fatalf("%v %v", out.Kind, err)
+	}
+}
+
+func TestOptionsFromEnv(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	opts, err := OptionsFromEnv(env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s"}), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.prefix != "p" || o.resultTTL != 96*time.Hour || o.lockTTL != 45*time.Second {
+		t.Fatalf("%+v", o)
+	}
+	for name, bad := range map[string]map[string]string{
+		"IDEM_RESULT_TTL": {"IDEM_RESULT_TTL": "forever"},
+		"IDEM_LOCK_TTL":   {"IDEM_LOCK_TTL": "-1s"},
+		"IDEM_KEY_PREFIX": {"IDEM_KEY_PREFIX": "a{b}"},
+	} {
+		if _, err := OptionsFromEnv(env(bad), time.Hour); err == nil || !strings.Contains(err.Error(), name[:4]) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := OptionsFromEnv(env(nil), 0); err == nil {
+		t.Error("zero default result TTL accepted")
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	tok := token{9, 8, 7}
+	fp := FingerprintOf([]byte("x"))
+	exp := time.UnixMilli(1_800_000_000_123)
+	r := Result{Status: 201, Headers: map[string]string{"a": "1", "content-type": "application/json"}, Body: []byte(`{"id":"pay_1"}`)}
+	b, err := encodeCompleted(tok, fp, exp, r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := decodeRecord(b)
+	if err != nil || !rec.completed || rec.token != tok || rec.fingerprint != fp || !rec.expiresAt.Equal(exp) ||
+		rec.result.Status != 201 || rec.result.Headers["a"] != "1" || string(rec.result.Body) != string(r.Body) {
+		t.Fatalf("%+v %v", rec, err)
+	}
+	rec, err = decodeRecord(encodeInProgress(tok, fp, exp))
+	if err != nil || rec.completed || rec.token != tok || !rec.expiresAt.Equal(exp) {
+		t.Fatalf("%+v %v", rec, err)
+	}
+	if _, err := encodeCompleted(tok, fp, exp, Result{Body: make([]byte, 100)}, 50); !errors.Is(err, ErrResultTooLarge) {
+		t.Fatalf("size limit: %v", err)
+	}
+}
+
+func TestFingerprintJSONIgnoresKeyOrderAndWhitespace(t *testing.T) {
+	a, err1 := FingerprintJSON([]byte(`{"amount": 100, "currency":"EUR","meta":{"b":1,"a":2}}`))
+	b, err2 := FingerprintJSON([]byte("{\"meta\":{\"a\":2,\"b\":1},\n \"currency\":\"EUR\",\"amount\":100}"))
+	c, _ := FingerprintJSON([]byte(`{"amount":100.0,"currency":"EUR","meta":{"a":2,"b":1}}`))
+	if err1 != nil || err2 != nil || a != b || a == c {
+		t.Fatalf("canonical: %x %x %x %v %v", a, b, c, err1, err2)
+	}
+	x, _ := FingerprintJSON([]byte(`{"id":"e","ts":1}`), "id")
+	y, _ := FingerprintJSON([]byte(`{"id":"e","ts":2}`), "id")
+	if x != y {
+		t.Fatal("unselected field changed the fingerprint")
+	}
+	for _, bad := range []string{``, `{`, `{} {}`, `[1]x`} {
+		if _, err := FingerprintJSON([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestJoinIDIsUnambiguous(t *testing.T) {
+	if JoinID("a b", "c") == JoinID("a", "b c") || JoinID("a:", "b") == JoinID("a", ":b") {
+		t.Fatal("collision")
+	}
+}
+
+func TestKindNames(t *testing.T) {
+	for k := Executed; k <= Failed; k++ {
+		if strings.HasPrefix(k.String(), "Kind(") {
+			t.Errorf("%d has no name", k)
+		}
+	}
+	_ = io.EOF
+}
