@@ -1,23 +1,79 @@
-# Every target sets itself up: Go modules come from the module proxy, tools run pinned with `go run`.
+# Every target sets itself up: Go modules come from the module proxy, Go tools run pinned with
+# `go run`, and the test targets start the Redis they need (.ci/ensure-redis).
 SHELL := /bin/bash
 GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
-HOST_BIN := bin
+BENCH_COUNT ?= 6
+FUZZTIME ?= 5s
+PROVIDER ?= stripe
+URL ?= http://127.0.0.1:3000
+N ?= 1
+TEST_FLAGS ?= -race -timeout 15m
 
-.PHONY: all build test lint bench run
+.PHONY: all deps build build-lambda run send events test test-faults test-rie fuzz lint bench load compare clean
 all: build
 
-build:
+deps:
+	$(GO) mod download
+
+build: deps
 	$(GO) build ./...
 
-test:
-	$(GO) test ./...
+# Local API on 127.0.0.1:3000 serving every route of template.yaml, on embedded Redis unless
+# REDIS_URL is set.
+run: deps
+	$(GO) run ./cmd/localapi
 
-lint:
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+# Sign and post sample events: make send PROVIDER=stripe URL=http://127.0.0.1:3000 N=10
+send: deps
+	$(GO) run ./cmd/send -provider $(PROVIDER) -url $(URL) -n $(N)
+
+# Regenerate the signed sample events in events/ with a fresh timestamp and the development secrets.
+events: deps
+	$(GO) run ./cmd/events -dir events
+
+test: deps
+	bash .ci/ensure-redis
+	$(GO) test $(TEST_FLAGS) ./...
+
+test-faults: deps
+	bash .ci/ensure-redis
+	$(GO) test $(TEST_FLAGS) -count=1 -v ./pkg/faults/...
+
+test-rie: deps
+	$(GO) test -count=1 -v ./functions/rietest/...
+
+# Runs every fuzz target for FUZZTIME each.
+fuzz: deps
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+lint: deps
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+# Core benchmarks against a private redis-server on loopback, next to a bare SET NX and GET.
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./pkg/idem | grep -v '^redis:' | tee bench.txt
+	$(GO) run $(BENCHSTAT) bench.txt
+	$(GO) run ./cmd/benchreport bench.txt
+
+# 8 environments, 10,000 deliveries of 1,000 events against real Redis.
+load: deps
+	bash .ci/ensure-redis
+	$(GO) run ./cmd/load
+
+# Our guard against Powertools (TypeScript) and express+ioredis on the same Redis.
+compare: deps
+	$(GO) run ./cmd/compare
+
+clean:
+	rm -rf bin .aws-sam bench.txt
 
 # Lambda bootstraps for provided.al2023 on arm64. SAM calls build-<LogicalId> with ARTIFACTS_DIR set
 # (BuildMethod: makefile), because its go1.x builder sets neither -tags lambda.norpc nor CGO_ENABLED=0.
@@ -30,3 +86,9 @@ $(addprefix build-,$(WEBHOOK_FUNCTIONS)):
 
 build-PaymentsFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/payments
+
+# Both bootstraps for arm64 (what Lambda runs) into bin/, with their sizes.
+build-lambda: deps
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o bin/arm64/webhook/bootstrap ./functions/webhook
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o bin/arm64/payments/bootstrap ./functions/payments
+	@ls -l bin/arm64/*/bootstrap

@@ -1,0 +1,128 @@
+// Command benchreport reads `go test -bench` output of pkg/idem and prints, per path, the
+// median time per operation, its ratio to the floor measured in the same run (a bare SET NX for
+// a first execution, a bare GET for a replay or an in-progress duplicate), allocations, and
+// Redis commands per operation. With -max it fails when a ratio exceeds its budget.
+//
+// Usage: go test -run '^$' -bench . -benchmem -count 6 ./pkg/idem | tee bench.txt
+//
+//	go run ./cmd/benchreport bench.txt
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// path is one measured operation and the floor it is compared with.
+type path struct {
+	name, bench, floor string
+	budget             float64
+}
+
+var paths = []path{
+	{"first execution", "FirstExecution", "FloorSetNX", 2.4},
+	{"replay", "Replay", "FloorGet", 1.3},
+	{"in-progress duplicate", "InProgress", "FloorGet", 1.3},
+	{"floor: bare SET NX", "FloorSetNX", "FloorSetNX", 0},
+	{"floor: bare GET", "FloorGet", "FloorGet", 0},
+}
+
+func main() {
+	enforce := flag.Bool("max", false, "exit 1 if a path's ratio to its floor exceeds its budget")
+	flag.Parse()
+	var in io.Reader = os.Stdin
+	name := "stdin"
+	if flag.NArg() > 0 {
+		f, err := os.Open(flag.Arg(0))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		in, name = f, flag.Arg(0)
+	}
+	samples, err := read(in, name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(2)
+	}
+	over, err := report(os.Stdout, samples)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(2)
+	}
+	if over && *enforce {
+		os.Exit(1)
+	}
+}
+
+// read collects every value of every unit per benchmark name (without the -GOMAXPROCS suffix).
+func read(in io.Reader, name string) (map[string]map[string][]float64, error) {
+	samples := map[string]map[string][]float64{}
+	r := benchfmt.NewReader(in, name)
+	for r.Scan() {
+		res, ok := r.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		bench, _, _ := strings.Cut(strings.TrimPrefix(string(res.Name.Base()), "Benchmark"), "-")
+		if samples[bench] == nil {
+			samples[bench] = map[string][]float64{}
+		}
+		for _, v := range res.Values {
+			samples[bench][v.Unit] = append(samples[bench][v.Unit], v.Value)
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if len(samples) == 0 {
+		return nil, errors.New("no benchmark results in the input")
+	}
+	return samples, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// report prints the table and tells whether a path went over its budget.
+func report(w io.Writer, samples map[string]map[string][]float64) (bool, error) {
+	over := false
+	fmt.Fprintln(w, "| path | median µs/op | ratio to floor (budget) | allocs/op | Redis cmds/op (sent) | server cmds/op | runs |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	for _, p := range paths {
+		s, f := samples[p.bench], samples[p.floor]
+		if s == nil || f == nil {
+			return false, fmt.Errorf("missing results for %s or %s", p.bench, p.floor)
+		}
+		ns := median(s["sec/op"]) * 1e9
+		ratio := median(s["sec/op"]) / median(f["sec/op"])
+		budget := "-"
+		if p.budget > 0 {
+			budget = fmt.Sprintf("%.2fx (≤ %.1fx)", ratio, p.budget)
+			if ratio > p.budget {
+				over = true
+				budget += " OVER"
+			}
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %s | %.0f | %.2f | %.2f | %d |\n", p.name, ns/1e3, budget,
+			median(s["allocs/op"]), median(s["cmds/op"]), median(s["server-cmds/op"]), len(s["sec/op"]))
+	}
+	return over, nil
+}

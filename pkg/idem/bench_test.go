@@ -1,0 +1,159 @@
+package idem
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/redis/go-redis/v9"
+)
+
+// The benchmarks run against a private redis-server on loopback, beside the floor: a bare
+// SET NX and a bare GET with the same client. Each reports cmds/op, the commands the client
+// sent per operation (round trips), and server-cmds/op, the commands the server executed
+// (INFO commandstats; a script's own GET and SET count there). `make bench` prints the ratios
+// of the medians.
+
+// sentCounter counts the commands a client sends.
+type sentCounter struct{ n atomic.Int64 }
+
+func (s *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		s.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (s *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+type benchConn struct {
+	*redis.Client
+	sent *sentCounter
+}
+
+func benchClient(b *testing.B) benchConn {
+	srv := testsupport.StartRedis(b)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 4})
+	b.Cleanup(func() { c.Close() })
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	sent := &sentCounter{}
+	c.AddHook(sent)
+	return benchConn{c, sent}
+}
+
+// serverCalls returns the number of commands the server has executed, apart from INFO itself.
+func serverCalls(b *testing.B, c benchConn) int64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_") || strings.HasPrefix(line, "cmdstat_info:") {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, "calls=")
+		n, _, _ := strings.Cut(rest, ",")
+		v, _ := strconv.ParseInt(n, 10, 64)
+		total += v
+	}
+	return total
+}
+
+// measure runs fn b.N times and reports the commands per operation, sent and executed.
+func measure(b *testing.B, c benchConn, fn func(i int)) {
+	before := serverCalls(b, c)
+	sentBefore := c.sent.n.Load()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fn(i)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(c.sent.n.Load()-sentBefore)/float64(b.N), "cmds/op")
+	b.ReportMetric(float64(serverCalls(b, c)-before-1)/float64(b.N), "server-cmds/op")
+}
+
+var benchResult = Result{Status: 200, Headers: map[string]string{"content-type": "application/json"}, Body: []byte(`{"received":true,"id":"evt_1NmY2bKx7gT8sQ4r"}`)}
+
+func benchWork(context.Context) (Result, error) { return benchResult, nil }
+
+func newBenchGuard(b *testing.B, c benchConn) *Guard {
+	g, err := New(c.Client)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Load the scripts, as the first call of an environment does.
+	g.Do(context.Background(), Key{Scope: "bench", ID: "warm"}, Fingerprint{}, benchWork)
+	return g
+}
+
+func BenchmarkFirstExecution(b *testing.B) {
+	c := benchClient(b)
+	g := newBenchGuard(b, c)
+	ctx := context.Background()
+	fp := FingerprintOf([]byte(`{"id":"evt"}`))
+	measure(b, c, func(i int) {
+		if out, err := g.Do(ctx, Key{Scope: "bench", ID: "evt_" + strconv.Itoa(i)}, fp, benchWork); out.Kind != Executed {
+			b.Fatal(out.Kind, err)
+		}
+	})
+}
+
+func BenchmarkReplay(b *testing.B) {
+	c := benchClient(b)
+	g := newBenchGuard(b, c)
+	ctx := context.Background()
+	key, fp := Key{Scope: "bench", ID: "evt_replay"}, FingerprintOf([]byte(`{"id":"evt"}`))
+	g.Do(ctx, key, fp, benchWork)
+	measure(b, c, func(int) {
+		if out, err := g.Do(ctx, key, fp, benchWork); out.Kind != Replayed {
+			b.Fatal(out.Kind, err)
+		}
+	})
+}
+
+func BenchmarkInProgress(b *testing.B) {
+	c := benchClient(b)
+	g := newBenchGuard(b, c)
+	ctx := context.Background()
+	key, fp := Key{Scope: "bench", ID: "evt_busy"}, FingerprintOf([]byte(`{"id":"evt"}`))
+	held := encodeInProgress(token{1}, fp, time.Now().Add(time.Hour))
+	if err := c.Set(ctx, key.redisKey(DefaultPrefix), held, time.Hour).Err(); err != nil {
+		b.Fatal(err)
+	}
+	measure(b, c, func(int) {
+		if out, err := g.Do(ctx, key, fp, benchWork); out.Kind != InProgress {
+			b.Fatal(out.Kind, err)
+		}
+	})
+}
+
+func BenchmarkFloorSetNX(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	measure(b, c, func(i int) {
+		if err := c.SetNX(ctx, "floor:"+strconv.Itoa(i), "v", time.Minute).Err(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkFloorGet(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	c.Set(ctx, "floor:get", benchResult.Body, time.Hour)
+	measure(b, c, func(int) {
+		if err := c.Get(ctx, "floor:get").Err(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
