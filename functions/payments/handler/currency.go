@@ -1,0 +1,45 @@
+package handler
+
+import (
+	_ "embed"
+	"strings"
+)
+
+// iso4217 holds the accepted currency codes, one per line; see the file for what is left out.
+//
+//go:embed iso4217.txt
+var iso4217 string
+
+// currencies is the set of accepted codes, upper case.
+var currencies = func() map[string]bool {
+	set := make(map[string]bool, 200)
+	for line := range strings.Lines(iso4217) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		set[line] = true
+	}
+	return set
+}()
+
+// currencyCode returns s upper-cased when it is three ASCII letters naming an accepted ISO 4217
+// currency, in any case.
+func currencyCode(s string) (string, bool) {
+	if len(s) != 3 {
+		return "", false
+	}
+	var b [3]byte
+	for i := range 3 {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+			c -= 'a' - 'A'
+		case c < 'A' || c > 'Z':
+			return "", false
+		}
+		b[i] = c
+	}
+	code := string(b[:])
+	return code, currencies[code]
+}

@@ -1,0 +1,238 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemlambda/idem/pkg/idem"
+	"github.com/idemlambda/idem/pkg/ledger"
+	"github.com/idemlambda/idem/pkg/obs"
+	"github.com/idemlambda/idem/pkg/redisconn"
+)
+
+// Environment variables read by New, besides REDIS_*, IDEM_* and LOG_LEVEL (SPEC.md section 2).
+const (
+	// EnvLedger picks the ledger: "dynamodb" or "memory". Default "dynamodb" inside Lambda
+	// (AWS_LAMBDA_RUNTIME_API set) and "memory" outside; inside Lambda "memory" is used only when
+	// set explicitly, since every execution environment would have its own.
+	EnvLedger = "PAYMENTS_LEDGER"
+	// EnvTable names the DynamoDB table of the ledger. Required with PAYMENTS_LEDGER=dynamodb.
+	EnvTable = "PAYMENTS_TABLE"
+	// EnvMaxAmount is the largest amount accepted, in minor units: a positive integer no larger
+	// than MaxSafeAmount. Default DefaultMaxAmount.
+	EnvMaxAmount = "PAYMENTS_MAX_AMOUNT"
+	// EnvDynamoDBEndpoint overrides the DynamoDB endpoint, the standard SDK way (local servers,
+	// tests). Default unset: the regional endpoint.
+	EnvDynamoDBEndpoint = "AWS_ENDPOINT_URL_DYNAMODB"
+)
+
+// Ledger names accepted in PAYMENTS_LEDGER.
+const (
+	LedgerDynamoDB = "dynamodb"
+	LedgerMemory   = "memory"
+)
+
+// Defaults and fixed limits.
+const (
+	// DefaultResultTTL is how long a created payment's response is replayed from Redis, unless
+	// IDEM_RESULT_TTL says otherwise. After it, a retry is still answered with the same payment,
+	// from the ledger.
+	DefaultResultTTL = 24 * time.Hour
+	// DefaultMaxAmount is the default of PAYMENTS_MAX_AMOUNT: 999,999.99 in a currency with two
+	// minor digits.
+	DefaultMaxAmount = 99_999_999
+	// MaxSafeAmount is the largest PAYMENTS_MAX_AMOUNT accepted: 2^53-1, the largest integer a
+	// JavaScript client reads back exactly.
+	MaxSafeAmount = 1<<53 - 1
+	// MaxBodyBytes is the largest request body accepted; a larger one is answered with 413.
+	MaxBodyBytes = 64 << 10
+)
+
+// envRuntimeAPI is set by Lambda and the Runtime Interface Emulator: its presence means
+// "inside Lambda".
+const envRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
+
+// SettingError reports a setting that is missing, malformed or in conflict with another. Var
+// names the environment variable, so init can fail with one log line that names it.
+type SettingError struct {
+	Var    string // the environment variable, e.g. "PAYMENTS_TABLE"
+	Reason string // what is wrong with it; empty when Err says it
+	Err    error  // the underlying cause, if any
+}
+
+// Error returns "payments: <Var>: <Reason>[: <Err>]", or "payments: <Err>" without a Reason
+// (when Err comes from a package that already names the variable).
+func (e *SettingError) Error() string {
+	if e.Reason == "" && e.Err != nil {
+		return "payments: " + e.Err.Error()
+	}
+	msg := "payments: " + e.Var + ": " + e.Reason
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the underlying cause.
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// settings are the function's own environment settings.
+type settings struct {
+	insideLambda bool
+	ledger       string // LedgerDynamoDB or LedgerMemory
+	table        string
+	maxAmount    int64
+}
+
+// readSettings reads PAYMENTS_*; the ledger choice only when needLedger (no WithLedger).
+func readSettings(getenv func(string) string, needLedger bool) (settings, error) {
+	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	s := settings{insideLambda: get(envRuntimeAPI) != "", maxAmount: DefaultMaxAmount}
+	if v := get(EnvMaxAmount); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > MaxSafeAmount {
+			return settings{}, &SettingError{Var: EnvMaxAmount,
+				Reason: fmt.Sprintf("%q is not an integer from 1 to %d (minor units)", v, int64(MaxSafeAmount))}
+		}
+		s.maxAmount = n
+	}
+	if !needLedger {
+		return s, nil
+	}
+	s.ledger = strings.ToLower(get(EnvLedger))
+	explicit := s.ledger != ""
+	if !explicit {
+		s.ledger = LedgerMemory
+		if s.insideLambda {
+			s.ledger = LedgerDynamoDB
+		}
+	}
+	switch s.ledger {
+	case LedgerMemory:
+	case LedgerDynamoDB:
+		s.table = get(EnvTable)
+		if s.table == "" {
+			reason := "required with " + EnvLedger + "=" + LedgerDynamoDB
+			if !explicit {
+				reason += " (the default inside Lambda; set " + EnvLedger + "=" + LedgerMemory + " explicitly for a test ledger)"
+			}
+			return settings{}, &SettingError{Var: EnvTable, Reason: reason}
+		}
+	default:
+		return settings{}, &SettingError{Var: EnvLedger,
+			Reason: fmt.Sprintf("%q is not one of %s, %s", getenv(EnvLedger), LedgerDynamoDB, LedgerMemory)}
+	}
+	return s, nil
+}
+
+// idemEnv lists the variables idem.OptionsFromEnv reads.
+var idemEnv = []string{"IDEM_KEY_PREFIX", "IDEM_RESULT_TTL", "IDEM_LOCK_TTL"}
+
+// guardOptionsFromEnv wraps idem.OptionsFromEnv, turning its error into a *SettingError that
+// names the variable at fault.
+func guardOptionsFromEnv(getenv func(string) string) ([]idem.Option, error) {
+	opts, err := idem.OptionsFromEnv(getenv, DefaultResultTTL)
+	if err == nil {
+		return opts, nil
+	}
+	// The core's error names the variable in its text only; find it by reading one at a time.
+	name := strings.Join(idemEnv, ", ")
+	for _, v := range idemEnv {
+		only := func(k string) string {
+			if k == v {
+				return getenv(k)
+			}
+			return ""
+		}
+		if _, err := idem.OptionsFromEnv(only, DefaultResultTTL); err != nil {
+			name = v
+			break
+		}
+	}
+	return nil, &SettingError{Var: name, Reason: "invalid", Err: err}
+}
+
+// logLevelFromEnv reads LOG_LEVEL.
+func logLevelFromEnv(getenv func(string) string) (slog.Level, error) {
+	l, err := obs.ParseLevel(getenv(obs.EnvLogLevel))
+	if err != nil {
+		return 0, &SettingError{Var: obs.EnvLogLevel, Err: err}
+	}
+	return l, nil
+}
+
+// redisFromEnv opens the Redis client described by REDIS_* (lazily: nothing is dialled).
+func redisFromEnv(ctx context.Context, getenv func(string) string, opts ...redisconn.Option) (*redisconn.Conn, error) {
+	s, err := redisconn.SettingsFromEnv(getenv)
+	if err != nil {
+		return nil, asSettingError(err)
+	}
+	conn, err := redisconn.Open(ctx, s, opts...)
+	if err != nil {
+		return nil, asSettingError(err)
+	}
+	return conn, nil
+}
+
+// asSettingError keeps the variable named by a *redisconn.SettingError.
+func asSettingError(err error) error {
+	var se *redisconn.SettingError
+	if errors.As(err, &se) {
+		return &SettingError{Var: se.Var, Err: err}
+	}
+	return fmt.Errorf("payments: redis: %w", err)
+}
+
+// awsConfigFromEnv loads the AWS SDK configuration the standard way (config.LoadDefaultConfig),
+// with the region and static credentials taken from getenv when it sets them, so that getenv is
+// the one source of every documented variable (in Lambda it is os.Getenv, and nothing changes).
+func awsConfigFromEnv(ctx context.Context, getenv func(string) string) (aws.Config, error) {
+	var opts []func(*config.LoadOptions) error
+	region := strings.TrimSpace(getenv("AWS_REGION"))
+	if region == "" {
+		region = strings.TrimSpace(getenv("AWS_DEFAULT_REGION"))
+	}
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
+	if id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"); id != "" && secret != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN"))))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("payments: load AWS config: %w", err)
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, &SettingError{Var: "AWS_REGION", Reason: "required with " + EnvLedger + "=" + LedgerDynamoDB}
+	}
+	return cfg, nil
+}
+
+// dynamoLedgerFromEnv builds the DynamoDB ledger on table, honouring AWS_ENDPOINT_URL_DYNAMODB.
+func dynamoLedgerFromEnv(cfg aws.Config, getenv func(string) string, table string) (*ledger.DynamoDB, error) {
+	endpoint := strings.TrimSpace(getenv(EnvDynamoDBEndpoint))
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, &SettingError{Var: EnvDynamoDBEndpoint, Reason: "must be an http:// or https:// URL"}
+		}
+	}
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
+	return ledger.NewDynamoDB(client, table), nil
+}

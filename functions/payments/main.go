@@ -1,0 +1,46 @@
+// Command payments is the payments API Lambda function: POST /payments and GET /payments/{id}
+// behind an API Gateway HTTP API (payload v2.0). Everything is built once, at init, from the
+// environment (see handler.New); a bad setting fails init with one log line naming the variable.
+//
+// Build the bootstrap for provided.al2023 on arm64 with:
+//
+//	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap ./functions/payments
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/idemlambda/idem/functions/payments/handler"
+	"github.com/idemlambda/idem/pkg/redisconn"
+)
+
+func main() {
+	h, err := handler.New(context.Background(), os.Getenv)
+	if err != nil {
+		logInitFailure(os.Stdout, err)
+		os.Exit(1)
+	}
+	lambda.Start(h.Handle)
+}
+
+// logInitFailure writes the one JSON line that explains a failed init, with the variable at
+// fault as its own attribute when the error names one.
+func logInitFailure(w io.Writer, err error) {
+	attrs := []any{slog.String("function", handler.FunctionName)}
+	var se *handler.SettingError
+	var re *redisconn.SettingError
+	switch {
+	case errors.As(err, &se):
+		attrs = append(attrs, slog.String("variable", se.Var))
+	case errors.As(err, &re):
+		attrs = append(attrs, slog.String("variable", re.Var))
+	}
+	attrs = append(attrs, slog.String("error", err.Error()))
+	slog.New(slog.NewJSONHandler(w, nil)).Error("init failed", attrs...)
+}
