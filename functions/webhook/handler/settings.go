@@ -1,0 +1,205 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/idemlambda/idem/pkg/obs"
+	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/webhook"
+)
+
+// Environment variables read by New. The Redis settings (REDIS_*) are those of
+// redisconn.SettingsFromEnv, the idempotency settings (IDEM_*) those of idem.OptionsFromEnv,
+// and the sink settings (WEBHOOK_SINK, WEBHOOK_QUEUE_URL, WEBHOOK_EVENT_BUS, ...) those of
+// sink.FromEnv; LOG_LEVEL is obs.EnvLogLevel.
+const (
+	// EnvProvider names the sender: stripe, github, shopify, standard or slack. Required.
+	EnvProvider = "WEBHOOK_PROVIDER"
+	// EnvSecret is the signing secret, or a comma-separated list of secrets that are all
+	// accepted (for a rotation). Surrounding spaces are trimmed and empty entries skipped, so
+	// a secret cannot itself contain a comma.
+	EnvSecret = "WEBHOOK_SECRET"
+	// EnvSecretARN is the ARN (or name) of a Secrets Manager secret whose string holds the
+	// signing secret, or a comma-separated list, as EnvSecret does. It is read once, by New,
+	// through a client that honours AWS_ENDPOINT_URL_SECRETS_MANAGER.
+	EnvSecretARN = "WEBHOOK_SECRET_ARN"
+	// EnvTolerance overrides how far a signed timestamp may lie from the function's clock,
+	// as a positive Go duration such as 5m. Default webhook.DefaultTolerance (300s). GitHub
+	// and Shopify sign no timestamp and ignore it.
+	EnvTolerance = "WEBHOOK_TOLERANCE"
+	// EnvMaxBody is the largest request body accepted, in bytes, after base64 decoding.
+	// Default apigw.DefaultBodyLimit (1 MiB); at most MaxBodyLimit.
+	EnvMaxBody = "WEBHOOK_MAX_BODY"
+	// EnvFunctionName is set by Lambda; it becomes the function attribute of every log line.
+	// Outside Lambda the function is called webhook-<provider>.
+	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
+)
+
+// MaxBodyLimit is the largest value EnvMaxBody accepts: 6 MiB, the payload limit of a
+// synchronous Lambda invocation, which no larger body can pass anyway.
+const MaxBodyLimit = 6 << 20
+
+// SecretReadTimeout bounds the Secrets Manager call New makes for EnvSecretARN, retries
+// included, so a broken endpoint fails init instead of holding it until Lambda's timeout.
+const SecretReadTimeout = 5 * time.Second
+
+// SettingError reports a setting that is missing, malformed or in conflict with another. Var
+// names the environment variable, so the init failure is one log line that names it. The
+// message never holds a secret.
+type SettingError struct {
+	Var    string // the environment variable, e.g. "WEBHOOK_PROVIDER"
+	Reason string // what is wrong with it
+	Err    error  // the underlying cause, if any
+}
+
+// Error returns "webhook: <Var>: <Reason>[: <Err>]".
+func (e *SettingError) Error() string {
+	msg := "webhook: " + e.Var + ": " + e.Reason
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the underlying cause.
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// DevSecret returns the development secret a function for provider accepts outside Lambda
+// when neither EnvSecret nor EnvSecretARN is set: "dev-<provider>-secret", and for the
+// standard provider the Standard Webhooks secret whose key is those bytes
+// ("whsec_ZGV2LXN0YW5kYXJkLXNlY3JldA=="). It is public and deterministic, so local tools can
+// sign deliveries with it; inside Lambda it is never used.
+func DevSecret(provider string) string {
+	s := "dev-" + provider + "-secret"
+	if provider == "standard" {
+		return webhook.StandardSecret([]byte(s))
+	}
+	return s
+}
+
+// settings are the function's own variables, parsed and checked before anything is built.
+type settings struct {
+	provider     string
+	secrets      []string // from EnvSecret
+	secretARN    string
+	tolerance    time.Duration // 0: the provider's default
+	maxBody      int
+	level        slog.Level
+	function     string
+	insideLambda bool
+}
+
+// readSettings reads and checks the function's variables. With secretsGiven (WithSecrets)
+// neither secret variable is needed.
+func readSettings(getenv func(string) string, secretsGiven bool) (settings, error) {
+	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	s := settings{
+		provider:     get(EnvProvider),
+		secretARN:    get(EnvSecretARN),
+		maxBody:      defaultBodyLimit,
+		insideLambda: get(redisconn.EnvRuntimeAPI) != "",
+	}
+	switch {
+	case s.provider == "":
+		return s, &SettingError{Var: EnvProvider, Reason: "required: one of " + strings.Join(webhook.Names(), ", ")}
+	case !slices.Contains(webhook.Names(), s.provider):
+		return s, &SettingError{Var: EnvProvider, Reason: fmt.Sprintf("%q is not one of %s", s.provider, strings.Join(webhook.Names(), ", "))}
+	}
+
+	raw := getenv(EnvSecret)
+	s.secrets = splitSecrets(raw)
+	switch {
+	case secretsGiven:
+		s.secrets, s.secretARN = nil, ""
+	case strings.TrimSpace(raw) != "" && len(s.secrets) == 0:
+		return s, &SettingError{Var: EnvSecret, Reason: "holds no secret, only commas and spaces"}
+	case len(s.secrets) > 0 && s.secretARN != "":
+		return s, &SettingError{Var: EnvSecret, Reason: "conflicts with " + EnvSecretARN + "; set one of them"}
+	case len(s.secrets) == 0 && s.secretARN == "" && s.insideLambda:
+		return s, &SettingError{Var: EnvSecret, Reason: "required inside Lambda (" + redisconn.EnvRuntimeAPI + " is set): set it or " + EnvSecretARN}
+	}
+
+	if v := get(EnvTolerance); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return s, &SettingError{Var: EnvTolerance, Reason: fmt.Sprintf("%q is not a positive Go duration such as 5m or 300s", v)}
+		}
+		s.tolerance = d
+	}
+	if v := get(EnvMaxBody); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxBodyLimit {
+			return s, &SettingError{Var: EnvMaxBody, Reason: fmt.Sprintf("%q is not a number of bytes from 1 to %d", v, MaxBodyLimit)}
+		}
+		s.maxBody = n
+	}
+	level, err := obs.ParseLevel(getenv(obs.EnvLogLevel))
+	if err != nil {
+		return s, &SettingError{Var: obs.EnvLogLevel, Reason: "not one of debug, info, warn, error", Err: err}
+	}
+	s.level = level
+	s.function = get(EnvFunctionName)
+	if s.function == "" {
+		s.function = "webhook-" + s.provider
+	}
+	return s, nil
+}
+
+// splitSecrets splits a comma-separated list, trimming spaces and skipping empty entries (a
+// trailing comma, or the newline a secret stored from a file ends with).
+func splitSecrets(list string) []string {
+	var out []string
+	for s := range strings.SplitSeq(list, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// readSecret reads the signing secrets from the Secrets Manager secret arn. Errors are
+// *SettingError naming EnvSecretARN and never contain the secret.
+func readSecret(ctx context.Context, client redisconn.SecretsClient, arn string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, SecretReadTimeout)
+	defer cancel()
+	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &arn})
+	if err != nil {
+		return nil, &SettingError{Var: EnvSecretARN, Reason: "cannot read the secret", Err: err}
+	}
+	raw := string(out.SecretBinary)
+	if out.SecretString != nil {
+		raw = *out.SecretString
+	}
+	raw = strings.TrimSpace(raw)
+	// The console's default "key/value" secret is JSON; used as an HMAC key it would make
+	// every delivery fail verification, so it is refused here, where the cause is clear.
+	if strings.HasPrefix(raw, "{") {
+		return nil, &SettingError{Var: EnvSecretARN, Reason: "the secret is JSON; store the signing secret as plain text (or a comma-separated list)"}
+	}
+	secrets := splitSecrets(raw)
+	if len(secrets) == 0 {
+		return nil, &SettingError{Var: EnvSecretARN, Reason: "the secret is empty"}
+	}
+	return secrets, nil
+}
+
+// providerError names the variable behind an error from webhook.New.
+func providerError(err error, secretVar string) error {
+	switch {
+	case errors.Is(err, webhook.ErrUnknownProvider):
+		return &SettingError{Var: EnvProvider, Reason: "unknown provider", Err: err}
+	case errors.Is(err, webhook.ErrInvalidTolerance):
+		return &SettingError{Var: EnvTolerance, Reason: "rejected by the provider", Err: err}
+	default:
+		return &SettingError{Var: secretVar, Reason: "not a usable signing secret", Err: err}
+	}
+}

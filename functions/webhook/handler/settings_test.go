@@ -1,0 +1,236 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/pkg/webhook"
+)
+
+func TestSettingsErrorsNameTheVariable(t *testing.T) {
+	base := map[string]string{EnvProvider: "stripe", EnvSecret: "whsec_test", "REDIS_URL": "redis://" + closedAddr(t)}
+	lambda := map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}
+	cases := []struct {
+		name string
+		set  map[string]string
+		drop []string
+		want string
+		own  bool // a *SettingError of this package
+	}{
+		{"missing provider", nil, []string{EnvProvider}, EnvProvider, true},
+		{"unknown provider", map[string]string{EnvProvider: "paypal"}, nil, EnvProvider, true},
+		{"tolerance not a duration", map[string]string{EnvTolerance: "5 minutes"}, nil, EnvTolerance, true},
+		{"negative tolerance", map[string]string{EnvTolerance: "-5m"}, nil, EnvTolerance, true},
+		{"zero tolerance", map[string]string{EnvTolerance: "0s"}, nil, EnvTolerance, true},
+		{"body limit with a unit", map[string]string{EnvMaxBody: "1MB"}, nil, EnvMaxBody, true},
+		{"body limit over Lambda's", map[string]string{EnvMaxBody: "7340032"}, nil, EnvMaxBody, true},
+		{"log level", map[string]string{"LOG_LEVEL": "loud"}, nil, "LOG_LEVEL", true},
+		{"no secret inside Lambda", lambda, []string{EnvSecret}, EnvSecret, true},
+		{"only commas", map[string]string{EnvSecret: " , ,"}, nil, EnvSecret, true},
+		{"secret and secret ARN", map[string]string{EnvSecretARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:s"}, nil, EnvSecret, true},
+		{"standard secret not base64", map[string]string{EnvProvider: "standard", EnvSecret: "whsec_not*base64!"}, nil, EnvSecret, true},
+		{"result TTL", map[string]string{"IDEM_RESULT_TTL": "forever"}, nil, "IDEM_RESULT_TTL", false},
+		{"key prefix", map[string]string{"IDEM_KEY_PREFIX": "has space"}, nil, "IDEM_", false},
+		{"sink", map[string]string{"WEBHOOK_SINK": "pigeon"}, nil, "WEBHOOK_SINK", false},
+		{"queue", map[string]string{"WEBHOOK_SINK": "sqs"}, nil, "WEBHOOK_QUEUE_URL", false},
+		{"redis url", map[string]string{"REDIS_URL": "http://cache:6379"}, nil, "REDIS_URL", false},
+		{"no redis inside Lambda", lambda, []string{"REDIS_URL"}, "REDIS_URL", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := maps.Clone(base)
+			maps.Copy(vars, tc.set)
+			for _, k := range tc.drop {
+				delete(vars, k)
+			}
+			h, err := New(context.Background(), env(vars), WithLogOutput(io.Discard))
+			if err == nil {
+				h.Close()
+				t.Fatal("New succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not name %s", err, tc.want)
+			}
+			var se *SettingError
+			if tc.own && (!errors.As(err, &se) || se.Var != tc.want) {
+				t.Errorf("error %q is not a *SettingError for %s", err, tc.want)
+			}
+			if s := vars[EnvSecret]; s != "" && strings.Contains(err.Error(), s) {
+				t.Errorf("error %q holds the secret", err)
+			}
+		})
+	}
+}
+
+func TestInitInsideLambdaNeedsNoReachableRedis(t *testing.T) {
+	vars := map[string]string{
+		"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
+		EnvProvider:              "github",
+		EnvSecret:                "s3cr3t",
+		"REDIS_URL":              "redis://" + closedAddr(t),
+	}
+	start := time.Now()
+	h, err := New(context.Background(), env(vars), WithLogOutput(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("init took %v with Redis down", d)
+	}
+}
+
+func TestDevelopmentSecretOutsideLambda(t *testing.T) {
+	forEachProvider(t, func(t *testing.T, pc providerCase) {
+		secret := DevSecret(pc.name)
+		if pc.name == "standard" {
+			if _, err := webhook.DecodeStandardSecret(secret); err != nil {
+				t.Fatalf("DevSecret(standard) = %q: %v", secret, err)
+			}
+		}
+		hs := newHarness(t, pc.name, harnessConfig{env: map[string]string{EnvSecret: ""}})
+		init := hs.logs.lines(t, "")
+		if len(init) == 0 || init[0]["level"] != "WARN" || init[0]["dev_secret"] != secret {
+			t.Errorf("init does not announce the development secret: %v", init)
+		}
+		d := sampleDelivery(t, pc.name, pc.eventID("dev"))
+		wantReceipt(t, hs.do(t, d.signed(t, secret, fixedNow)), pc.eventID("dev"))
+		wantStatus(t, hs.do(t, d.signed(t, testSecret(pc.name), fixedNow)), 401, "invalid_signature")
+	})
+}
+
+// awsTestEnv points the AWS SDK's default configuration at nothing but the variables set
+// here, so a developer's ~/.aws files or environment cannot change what the tests see.
+func awsTestEnv(t *testing.T) {
+	t.Helper()
+	none := filepath.Join(t.TempDir(), "absent")
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID":                "AKIDTEST",
+		"AWS_SECRET_ACCESS_KEY":            "secret-test",
+		"AWS_SESSION_TOKEN":                "",
+		"AWS_REGION":                       "us-east-1",
+		"AWS_PROFILE":                      "",
+		"AWS_CONFIG_FILE":                  none,
+		"AWS_SHARED_CREDENTIALS_FILE":      none,
+		"AWS_EC2_METADATA_DISABLED":        "true",
+		"AWS_ENDPOINT_URL":                 "",
+		"AWS_ENDPOINT_URL_SQS":             "",
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER": "",
+		"AWS_MAX_ATTEMPTS":                 "1",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// fakeSecretsManager speaks the AWS JSON 1.1 protocol of Secrets Manager's GetSecretValue.
+type fakeSecretsManager struct {
+	*httptest.Server
+	mu      sync.Mutex
+	secrets map[string]string // SecretId -> SecretString
+	reads   []string          // SecretId of each call
+	targets []string
+}
+
+func newFakeSecretsManager(t *testing.T, secrets map[string]string) *fakeSecretsManager {
+	t.Helper()
+	f := &fakeSecretsManager{secrets: secrets}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeSecretsManager) serve(w http.ResponseWriter, r *http.Request) {
+	var in struct{ SecretId string }
+	_ = json.NewDecoder(r.Body).Decode(&in)
+	f.mu.Lock()
+	f.reads = append(f.reads, in.SecretId)
+	f.targets = append(f.targets, r.Header.Get("X-Amz-Target"))
+	value, ok := f.secrets[in.SecretId]
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	if !ok {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"ARN": in.SecretId, "Name": "webhook", "SecretString": value,
+		"VersionId": "8f1d2a7e-5b3c-4e6f-9a0b-1c2d3e4f5a6b", "VersionStages": []string{"AWSCURRENT"},
+		"CreatedDate": 1.7723664e9,
+	})
+}
+
+func (f *fakeSecretsManager) calls() ([]string, []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.reads...), append([]string(nil), f.targets...)
+}
+
+func TestSecretFromSecretsManagerIsReadOnceAtInit(t *testing.T) {
+	const arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook-github-AbCdEf"
+	fake := newFakeSecretsManager(t, map[string]string{arn: "old-github-secret, new-github-secret\n"})
+	awsTestEnv(t)
+	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", fake.URL)
+
+	testsupport.SharedRedis(t)
+	vars := map[string]string{EnvProvider: "github", EnvSecretARN: arn, "IDEM_KEY_PREFIX": keyPrefix(t), "REDIS_URL": "redis://" + testsupport.SharedRedisAddr()}
+	snk := &recordingSink{}
+	logs := &logBuffer{}
+	h, err := New(context.Background(), env(vars), WithSink(snk), WithLogOutput(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+
+	for i, secret := range []string{"old-github-secret", "new-github-secret", "old-github-secret"} {
+		d := sampleDelivery(t, "github", "7d0e2a4b-secrets-"+string(rune('a'+i)))
+		resp, _ := invoke(h, d.signed(t, secret, time.Now()))
+		wantStatus(t, resp, 200, "")
+	}
+	d := sampleDelivery(t, "github", "7d0e2a4b-secrets-x")
+	resp, _ := invoke(h, d.signed(t, "another-secret", time.Now()))
+	wantStatus(t, resp, 401, "invalid_signature")
+
+	reads, targets := fake.calls()
+	if len(reads) != 1 || reads[0] != arn || targets[0] != "secretsmanager.GetSecretValue" {
+		t.Errorf("Secrets Manager calls %v %v, want one GetSecretValue of %s", reads, targets, arn)
+	}
+	if strings.Contains(logs.String(), "github-secret") {
+		t.Error("a secret appears in the logs")
+	}
+}
+
+func TestUnusableSecretsManagerSecretFailsInit(t *testing.T) {
+	const (
+		jsonARN    = "arn:aws:secretsmanager:us-east-1:123456789012:secret:kv-AbCdEf"
+		emptyARN   = "arn:aws:secretsmanager:us-east-1:123456789012:secret:empty-AbCdEf"
+		missingARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gone-AbCdEf"
+	)
+	fake := newFakeSecretsManager(t, map[string]string{jsonARN: `{"secret":"s3cr3t-value"}`, emptyARN: " \n"})
+	awsTestEnv(t)
+	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", fake.URL)
+
+	for _, arn := range []string{jsonARN, emptyARN, missingARN} {
+		vars := map[string]string{EnvProvider: "slack", EnvSecretARN: arn, "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "REDIS_URL": "redis://127.0.0.1:1"}
+		_, err := New(context.Background(), env(vars), WithLogOutput(io.Discard))
+		var se *SettingError
+		if !errors.As(err, &se) || se.Var != EnvSecretARN {
+			t.Errorf("%s: error %v, want a *SettingError for %s", arn, err, EnvSecretARN)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cr3t-value") {
+			t.Errorf("error %q holds the secret", err)
+		}
+	}
+}

@@ -1,0 +1,33 @@
+// Command webhook is the Lambda function that receives one provider's webhooks (chosen by
+// WEBHOOK_PROVIDER) from API Gateway HTTP API and forwards each event to the sink exactly
+// once. Build it for provided.al2023 with
+//
+//	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap ./functions/webhook
+//
+// Everything is built once, at init, before the first invocation; package handler documents
+// the settings and the responses.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/idemlambda/idem/functions/webhook/handler"
+)
+
+func main() {
+	h, err := handler.New(context.Background(), os.Getenv)
+	if err != nil {
+		// One line naming the variable, then a non-zero exit: Lambda reports the init failure
+		// and never routes an invocation to a function that would run on unsafe settings.
+		slog.New(slog.NewJSONHandler(os.Stdout, nil)).Error("init failed",
+			"function", os.Getenv(handler.EnvFunctionName),
+			"provider", os.Getenv(handler.EnvProvider),
+			"error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(h.Handle)
+}
