@@ -228,6 +228,10 @@ func TestUnstorableEventIDIsRejectedWithoutTouchingRedis(t *testing.T) {
 	if n := hs.counter.commands.Load(); n != 0 {
 		t.Errorf("%d Redis commands for an unusable event id", n)
 	}
+	l := hs.logs.requests(t)[0]
+	if id, _ := l["id"].(string); l["outcome"] != "rejected" || l["reason"] != "invalid_event_id" || len(id) > 300 || !strings.HasPrefix(id, "aaaa") {
+		t.Errorf("log line %v, want the rejection with the id cut short", l)
+	}
 }
 
 func TestBodyLimitComesFromWebhookMaxBody(t *testing.T) {

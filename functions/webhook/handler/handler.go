@@ -125,22 +125,17 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	if err != nil {
 		return nil, err
 	}
+	var redisSettings redisconn.Settings
+	if o.redis == nil {
+		if redisSettings, err = redisconn.SettingsFromEnv(getenv); err != nil {
+			return nil, fmt.Errorf("webhook: %w", err)
+		}
+	}
 	logger := obs.NewLogger(o.logOut, s.level, s.function)
 
-	// AWS configuration is loaded at most once and only when a client needs it; loading it
-	// makes no network call.
+	// The AWS configuration is loaded only for a client that needs it, and shared with
+	// redisconn; loading it makes no network call.
 	var awsCfg *aws.Config
-	loadAWS := func(forVar string) (aws.Config, error) {
-		if awsCfg == nil {
-			cfg, err := config.LoadDefaultConfig(ctx)
-			if err != nil {
-				return aws.Config{}, &SettingError{Var: forVar, Reason: "cannot load the AWS configuration", Err: err}
-			}
-			awsCfg = &cfg
-		}
-		return *awsCfg, nil
-	}
-
 	secrets, secretVar := o.secrets, EnvSecret
 	switch {
 	case o.secretsSet:
@@ -148,10 +143,11 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		secretVar = EnvSecretARN
 		client := o.secretsClient
 		if client == nil {
-			cfg, err := loadAWS(EnvSecretARN)
+			cfg, err := config.LoadDefaultConfig(ctx)
 			if err != nil {
-				return nil, err
+				return nil, &SettingError{Var: EnvSecretARN, Reason: "cannot load the AWS configuration", Err: err}
 			}
+			awsCfg = &cfg
 			// NewFromConfig honours AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL.
 			client = secretsmanager.NewFromConfig(cfg)
 		}
@@ -191,15 +187,11 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	}
 	var client redis.UniversalClient = o.redis
 	if client == nil {
-		rs, err := redisconn.SettingsFromEnv(getenv)
-		if err != nil {
-			return nil, fmt.Errorf("webhook: %w", err)
-		}
 		redisOpts := o.redisOpts
 		if awsCfg != nil {
 			redisOpts = append([]redisconn.Option{redisconn.WithAWSConfig(*awsCfg)}, redisOpts...)
 		}
-		if h.conn, err = redisconn.Open(ctx, rs, redisOpts...); err != nil {
+		if h.conn, err = redisconn.Open(ctx, redisSettings, redisOpts...); err != nil {
 			return nil, fmt.Errorf("webhook: %w", err)
 		}
 		client = h.conn.Client
@@ -273,7 +265,7 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		case errors.Is(err, webhook.ErrTooOld), errors.Is(err, webhook.ErrTooNew):
 			return reject(http.StatusUnauthorized, codeTimestamp, "the signed timestamp is outside the accepted tolerance", err)
 		default:
-			return reject(http.StatusUnauthorized, codeInvalidSignature, "the signature does not match the body", err)
+			return reject(http.StatusUnauthorized, codeInvalidSignature, "the signature is malformed or matches no accepted secret", err)
 		}
 	}
 
@@ -299,9 +291,21 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return h.forward(ctx, ev, body, received)
 	})
 	resp, rec := respond(out, err)
-	rec.ID = ev.ID
+	rec.ID = logID(ev.ID)
 	rec.RoundTrips = out.RoundTrips
 	return resp, rec
+}
+
+// maxLogID bounds the event id written to the log: an id too long to be a key (over
+// idem.MaxIDLength) is rejected, but still logged, and the body limit is its only bound.
+const maxLogID = 256
+
+// logID returns id, cut to maxLogID bytes with a marker when longer.
+func logID(id string) string {
+	if len(id) <= maxLogID {
+		return id
+	}
+	return id[:maxLogID] + "...(truncated)"
 }
 
 // forward is the work the guard runs once per event: hand the event to the sink, then

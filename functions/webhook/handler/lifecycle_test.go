@@ -261,3 +261,40 @@ func TestRedisFailingBeforeCompletionStillAnswers200(t *testing.T) {
 		t.Errorf("log line %v", l)
 	}
 }
+
+func TestWithoutRedisURLOutsideLambdaUsesEmbeddedRedis(t *testing.T) {
+	logs := &logBuffer{}
+	vars := map[string]string{EnvProvider: "slack", EnvSecret: testSecret("slack"), "WEBHOOK_SINK": "log"}
+	h, err := New(context.Background(), env(vars), WithClock(newClock(fixedNow).Now), WithLogOutput(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sampleDelivery(t, "slack", "Ev0TESTembedded")
+	for range 2 {
+		resp, _ := invoke(h, d.signed(t, testSecret("slack"), fixedNow))
+		wantReceipt(t, resp, "Ev0TESTembedded")
+	}
+	outcomes := []any{}
+	for _, l := range logs.requests(t) {
+		outcomes = append(outcomes, l["outcome"])
+	}
+	if fmt.Sprint(outcomes) != "[executed replayed]" {
+		t.Errorf("outcomes %v", outcomes)
+	}
+	// The log sink wrote the event once, with its body as JSON.
+	var forwarded int
+	for _, l := range logs.lines(t, "") {
+		if l["provider"] == "slack" && l["id"] == "Ev0TESTembedded" && l["body"] != nil {
+			forwarded++
+		}
+	}
+	if forwarded != 1 {
+		t.Errorf("log sink wrote the event %d times, want 1:\n%s", forwarded, logs)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := invoke(h, d.signed(t, testSecret("slack"), fixedNow)); resp.StatusCode != 503 {
+		t.Errorf("after Close: status %d, want 503 (the embedded Redis is stopped)", resp.StatusCode)
+	}
+}

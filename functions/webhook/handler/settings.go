@@ -144,7 +144,7 @@ func readSettings(getenv func(string) string, secretsGiven bool) (settings, erro
 	}
 	level, err := obs.ParseLevel(getenv(obs.EnvLogLevel))
 	if err != nil {
-		return s, &SettingError{Var: obs.EnvLogLevel, Reason: "not one of debug, info, warn, error", Err: err}
+		return s, &SettingError{Var: obs.EnvLogLevel, Reason: fmt.Sprintf("%q is not one of debug, info, warn, error", getenv(obs.EnvLogLevel))}
 	}
 	s.level = level
 	s.function = get(EnvFunctionName)
