@@ -5,13 +5,27 @@ import (
 	"time"
 )
 
+// SettingError names the environment variable whose value is malformed.
+type SettingError struct {
+	Var    string // e.g. "IDEM_RESULT_TTL"
+	Reason string
+}
+
+func (e *SettingError) Error() string { return e.Var + ": " + e.Reason }
+
 // OptionsFromEnv reads the core's settings (SPEC section 2) through getenv:
 // IDEM_KEY_PREFIX (default "idem"), IDEM_RESULT_TTL (Go duration, default resultTTL, the
 // calling function's own default) and IDEM_LOCK_TTL (Go duration, default derived from the
-// invocation deadline). A malformed value is an error naming the variable.
+// invocation deadline). A malformed value is a *SettingError naming the variable.
 func OptionsFromEnv(getenv func(string) string, resultTTL time.Duration) ([]Option, error) {
+	if resultTTL <= 0 {
+		return nil, fmt.Errorf("idem: default result TTL %s is not positive", resultTTL)
+	}
 	opts := []Option{WithResultTTL(resultTTL)}
 	if p := getenv("IDEM_KEY_PREFIX"); p != "" {
+		if err := (options{prefix: p}).validatePrefix(); err != nil {
+			return nil, &SettingError{Var: "IDEM_KEY_PREFIX", Reason: err.Error()}
+		}
 		opts = append(opts, WithPrefix(p))
 	}
 	for _, v := range []struct {
@@ -23,17 +37,10 @@ func OptionsFromEnv(getenv func(string) string, resultTTL time.Duration) ([]Opti
 			continue
 		}
 		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%s=%q: want a positive Go duration such as 24h or 90s", v.name, s)
+		if err != nil || d < time.Second {
+			return nil, &SettingError{Var: v.name, Reason: fmt.Sprintf("%q is not a Go duration of at least 1s, such as 24h or 90s", s)}
 		}
 		opts = append(opts, v.opt(d))
-	}
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := o.validate(); err != nil {
-		return nil, fmt.Errorf("IDEM_* settings: %w", err)
 	}
 	return opts, nil
 }

@@ -396,7 +396,8 @@ func TestOptionsFromEnv(t *testing.T) {
 		"IDEM_LOCK_TTL":   {"IDEM_LOCK_TTL": "-1s"},
 		"IDEM_KEY_PREFIX": {"IDEM_KEY_PREFIX": "a{b}"},
 	} {
-		if _, err := OptionsFromEnv(env(bad), time.Hour); err == nil || !strings.Contains(err.Error(), name[:4]) {
+		var se *SettingError
+		if _, err := OptionsFromEnv(env(bad), time.Hour); !errors.As(err, &se) || se.Var != name {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

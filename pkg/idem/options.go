@@ -94,6 +94,10 @@ func (o options) validate() error {
 	case o.lockTTL != 0 && o.lockTTL <= o.safetyMargin:
 		return fmt.Errorf("idem: lock TTL %s must exceed the safety margin %s", o.lockTTL, o.safetyMargin)
 	}
+	return o.validatePrefix()
+}
+
+func (o options) validatePrefix() error {
 	for i := 0; i < len(o.prefix); i++ {
 		if c := o.prefix[i]; c <= ' ' || c == '{' || c == '}' || c == 0x7f {
 			return fmt.Errorf("idem: key prefix %q holds a space, control character or brace", o.prefix)
