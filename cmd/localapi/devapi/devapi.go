@@ -1,0 +1,243 @@
+// Package devapi runs every function of the SAM template in-process behind a local stand-in
+// for the HTTP API (package gateway): the development API that `make run` serves, and that
+// tests and the sender start in-process.
+//
+// Each function gets its own handler, built once as Lambda builds it at init, with the
+// environment the template gives it (WEBHOOK_PROVIDER, IDEM_KEY_PREFIX, LOG_LEVEL, ...)
+// adjusted for a machine without AWS:
+//
+//   - one Redis client, shared by every function: an embedded miniredis when REDIS_URL is unset
+//     (redisconn.Open), else the Redis at REDIS_URL (with REDIS_CLUSTER and the other REDIS_*
+//     variables of the process environment);
+//   - webhook functions accept their provider's development secret (DevSecret), sink log;
+//   - the payments function uses the in-memory ledger;
+//   - variables that name AWS resources (secret ARNs, queue URL, event bus, table) are unset.
+//
+// Variables set in the process environment take precedence over the template and these local
+// defaults (LOG_LEVEL=debug, IDEM_RESULT_TTL=1m, WEBHOOK_SINK=sqs with WEBHOOK_QUEUE_URL and
+// AWS_ENDPOINT_URL_SQS, ...), except those that define a function: WEBHOOK_PROVIDER, the
+// signing secret (WEBHOOK_SECRET, WEBHOOK_SECRET_ARN), AWS_LAMBDA_FUNCTION_NAME and
+// AWS_LAMBDA_RUNTIME_API, which is never set, since this is not Lambda.
+package devapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/idemlambda/idem/cmd/localapi/gateway"
+	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
+	paymentshandler "github.com/idemlambda/idem/functions/payments/handler"
+	webhookhandler "github.com/idemlambda/idem/functions/webhook/handler"
+	"github.com/idemlambda/idem/pkg/redisconn"
+)
+
+// DefaultTemplate is the template served when Config.Template is empty.
+const DefaultTemplate = "template.yaml"
+
+// DevSecret returns the development signing secret of a webhook provider, the one the local
+// API's webhook functions accept.
+func DevSecret(provider string) string { return webhookhandler.DevSecret(provider) }
+
+// Config says what to serve and where the output goes.
+type Config struct {
+	// Template is the SAM template's path. Default DefaultTemplate.
+	Template string
+	// Getenv reads the process environment. Default os.Getenv.
+	Getenv func(string) string
+	// LogOutput receives the functions' log lines (one JSON line per request, and the log
+	// sink's event lines). Default os.Stdout, as in Lambda.
+	LogOutput io.Writer
+	// AccessLog receives the gateway's line per request. Default os.Stderr; io.Discard
+	// silences it.
+	AccessLog io.Writer
+}
+
+// Function is one function of the template as the local API runs it.
+type Function struct {
+	samtemplate.Function
+	// LocalEnv is the environment the template and the local defaults give the function
+	// (variables of the process environment still take precedence where allowed).
+	LocalEnv map[string]string
+}
+
+// API is the running development API. It is an http.Handler.
+type API struct {
+	// Template is the template served.
+	Template *samtemplate.Template
+	// Functions are the template's functions, as run here.
+	Functions []Function
+	// Redis is the client every function shares.
+	Redis *redisconn.Conn
+
+	gateway *gateway.Gateway
+	closers []func() error
+}
+
+// deployOnly are variables that name AWS resources, or configure the Redis client that is
+// replaced by the shared one: a local run never takes them from the template.
+var deployOnly = []string{
+	webhookhandler.EnvSecretARN, "WEBHOOK_QUEUE_URL", "WEBHOOK_EVENT_BUS", paymentshandler.EnvTable,
+	redisconn.EnvURL, redisconn.EnvCluster, redisconn.EnvAuthSecretARN, redisconn.EnvIAMAuth,
+	redisconn.EnvCacheName, redisconn.EnvServerless,
+}
+
+// New opens the shared Redis client and builds every function's handler. Nothing is dialled:
+// a Redis that is down makes requests fail with 503, as in Lambda.
+func New(ctx context.Context, cfg Config) (*API, error) {
+	if cfg.Template == "" {
+		cfg.Template = DefaultTemplate
+	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.LogOutput == nil {
+		cfg.LogOutput = os.Stdout
+	}
+	if cfg.AccessLog == nil {
+		cfg.AccessLog = os.Stderr
+	}
+	t, err := samtemplate.Load(cfg.Template)
+	if err != nil {
+		return nil, fmt.Errorf("devapi: %w", err)
+	}
+	a := &API{Template: t}
+
+	// This process is not a Lambda runtime, whatever its environment says: without REDIS_URL
+	// that means the embedded Redis.
+	outside := func(name string) string {
+		if name == redisconn.EnvRuntimeAPI {
+			return ""
+		}
+		return cfg.Getenv(name)
+	}
+	settings, err := redisconn.SettingsFromEnv(outside)
+	if err != nil {
+		return nil, fmt.Errorf("devapi: %w", err)
+	}
+	if a.Redis, err = redisconn.Open(ctx, settings); err != nil {
+		return nil, fmt.Errorf("devapi: %w", err)
+	}
+	a.closers = append(a.closers, a.Redis.Close)
+
+	var functions []gateway.Function
+	for _, f := range t.Functions {
+		local, fixed := localEnv(f)
+		getenv := func(name string) string {
+			if v, ok := fixed[name]; ok {
+				return v
+			}
+			if v := cfg.Getenv(name); v != "" {
+				return v
+			}
+			return local[name]
+		}
+		var h gateway.Handler
+		switch f.Code {
+		case samtemplate.Webhook:
+			wh, err := webhookhandler.New(ctx, getenv,
+				webhookhandler.WithRedis(a.Redis.Client), webhookhandler.WithLogOutput(cfg.LogOutput))
+			if err != nil {
+				_ = a.Close()
+				return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)
+			}
+			a.closers = append(a.closers, wh.Close)
+			h = wh.Handle
+		case samtemplate.Payments:
+			ph, err := paymentshandler.New(ctx, getenv,
+				paymentshandler.WithRedis(a.Redis.Client), paymentshandler.WithLogOutput(cfg.LogOutput))
+			if err != nil {
+				_ = a.Close()
+				return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)
+			}
+			a.closers = append(a.closers, ph.Close)
+			h = ph.Handle
+		default:
+			_ = a.Close()
+			return nil, fmt.Errorf("devapi: %s: no handler for code %q", f.LogicalID, f.Code)
+		}
+		maps.Copy(local, fixed)
+		delete(local, redisconn.EnvRuntimeAPI)
+		a.Functions = append(a.Functions, Function{Function: f, LocalEnv: local})
+		functions = append(functions, gateway.Function{Name: f.LogicalID, Timeout: f.Timeout, Handler: h})
+	}
+	if a.gateway, err = gateway.New(t.Routes(), functions, gateway.WithLog(cfg.AccessLog)); err != nil {
+		_ = a.Close()
+		return nil, fmt.Errorf("devapi: %w", err)
+	}
+	return a, nil
+}
+
+// localEnv returns the local defaults of f (the template's variables without deployOnly, and
+// the local sink and ledger) and the variables that the process environment cannot change.
+func localEnv(f samtemplate.Function) (local, fixed map[string]string) {
+	local = maps.Clone(f.Env)
+	for _, name := range deployOnly {
+		delete(local, name)
+	}
+	fixed = map[string]string{
+		redisconn.EnvRuntimeAPI:        "",
+		webhookhandler.EnvFunctionName: f.LogicalID,
+	}
+	switch f.Code {
+	case samtemplate.Webhook:
+		provider := f.Env[webhookhandler.EnvProvider]
+		local["WEBHOOK_SINK"] = "log"
+		fixed[webhookhandler.EnvProvider] = provider
+		fixed[webhookhandler.EnvSecret] = DevSecret(provider)
+		fixed[webhookhandler.EnvSecretARN] = ""
+	case samtemplate.Payments:
+		local[paymentshandler.EnvLedger] = paymentshandler.LedgerMemory
+	}
+	return local, fixed
+}
+
+// ServeHTTP serves one request as API Gateway would, by invoking the route's function.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.gateway.ServeHTTP(w, r) }
+
+// Function returns the function called logicalID, or false.
+func (a *API) Function(logicalID string) (Function, bool) {
+	for _, f := range a.Functions {
+		if f.LogicalID == logicalID {
+			return f, true
+		}
+	}
+	return Function{}, false
+}
+
+// RedisDescription says which Redis the functions share, for the start-up banner.
+func (a *API) RedisDescription() string {
+	if a.Redis.Embedded() {
+		return "embedded Redis (miniredis) on " + a.Redis.Addr() + ", in this process; set REDIS_URL to use a real one"
+	}
+	return "Redis at " + a.Redis.Addr() + " (REDIS_URL)"
+}
+
+// Close closes the handlers and the shared Redis client (stopping the embedded Redis). It
+// returns the errors joined.
+func (a *API) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		if err := a.closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	a.closers = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("devapi: close: %w", err)
+	}
+	return nil
+}
+
+// Provider returns the webhook provider of a function, or "".
+func (f Function) Provider() string {
+	if f.Code != samtemplate.Webhook {
+		return ""
+	}
+	return strings.TrimSpace(f.Env[webhookhandler.EnvProvider])
+}

@@ -1,0 +1,116 @@
+package devapi_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemlambda/idem/cmd/events/samples"
+	"github.com/idemlambda/idem/cmd/localapi/devapi"
+	"github.com/idemlambda/idem/pkg/testsupport"
+)
+
+func start(t *testing.T, env map[string]string) (*devapi.API, string) {
+	t.Helper()
+	api, err := devapi.New(context.Background(), devapi.Config{
+		Template:  "../../../template.yaml",
+		Getenv:    func(k string) string { return env[k] },
+		LogOutput: io.Discard,
+		AccessLog: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(func() {
+		srv.Close()
+		if err := api.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return api, srv.URL
+}
+
+func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T) {
+	rdb := testsupport.SharedRedis(t)
+	prefix := strings.TrimSuffix(testsupport.UniquePrefix(t), ":")
+	api, base := start(t, map[string]string{
+		"REDIS_URL":       "redis://" + testsupport.SharedRedisAddr(),
+		"IDEM_KEY_PREFIX": prefix,
+		// The secret defines the function: a process variable does not replace it.
+		"WEBHOOK_SECRET":   "from-the-shell",
+		"WEBHOOK_PROVIDER": "github",
+		// Lambda's marker never leaks in: this is not a Lambda runtime.
+		"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
+	})
+	if api.Redis.Embedded() || !strings.Contains(api.RedisDescription(), "REDIS_URL") {
+		t.Fatalf("REDIS_URL set, yet %s", api.RedisDescription())
+	}
+	stripe, ok := api.Function("WebhookStripeFunction")
+	if !ok || stripe.Provider() != "stripe" || stripe.LocalEnv["WEBHOOK_SECRET"] != devapi.DevSecret("stripe") {
+		t.Fatalf("stripe function %+v", stripe)
+	}
+
+	body, headers, err := samples.Delivery("stripe", devapi.DevSecret("stripe"), "evt_devapi_1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/stripe", bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("delivery signed with the development secret: %d", resp.StatusCode)
+	}
+	keys, err := rdb.Keys(context.Background(), prefix+":*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 {
+		t.Errorf("keys under IDEM_KEY_PREFIX %s: %q, want the one record of the delivery", prefix, keys)
+	}
+}
+
+func TestWithoutRedisURLTheFunctionsShareOneEmbeddedRedis(t *testing.T) {
+	api, _ := start(t, nil)
+	if !api.Redis.Embedded() {
+		t.Fatalf("no REDIS_URL, yet %s", api.RedisDescription())
+	}
+	payments, ok := api.Function("PaymentsFunction")
+	if !ok || payments.LocalEnv["PAYMENTS_LEDGER"] != "memory" {
+		t.Fatalf("payments function %+v", payments)
+	}
+	if _, ok := payments.LocalEnv["PAYMENTS_TABLE"]; ok {
+		t.Errorf("PAYMENTS_TABLE set locally: %v", payments.LocalEnv)
+	}
+	for _, f := range api.Functions {
+		if f.LocalEnv["AWS_LAMBDA_FUNCTION_NAME"] != f.LogicalID {
+			t.Errorf("%s: AWS_LAMBDA_FUNCTION_NAME %q", f.LogicalID, f.LocalEnv["AWS_LAMBDA_FUNCTION_NAME"])
+		}
+		if p := f.Provider(); p != "" && f.LocalEnv["WEBHOOK_SINK"] != "log" {
+			t.Errorf("%s: sink %q", f.LogicalID, f.LocalEnv["WEBHOOK_SINK"])
+		}
+	}
+}
+
+func TestABadProcessSettingFailsStartWithTheVariable(t *testing.T) {
+	_, err := devapi.New(context.Background(), devapi.Config{
+		Template:  "../../../template.yaml",
+		Getenv:    func(k string) string { return map[string]string{"IDEM_RESULT_TTL": "soon"}[k] },
+		LogOutput: io.Discard,
+		AccessLog: io.Discard,
+	})
+	if err == nil || !strings.Contains(err.Error(), "IDEM_RESULT_TTL") {
+		t.Fatalf("New: %v, want an error naming IDEM_RESULT_TTL", err)
+	}
+}

@@ -1,0 +1,116 @@
+// Command localapi serves every route of template.yaml on 127.0.0.1:3000 (the port of
+// `sam local start-api`), invoking the functions' handlers in-process with the payload v2.0
+// events API Gateway would send them, on an embedded Redis unless REDIS_URL is set, with
+// development secrets that it prints at start:
+//
+//	go run ./cmd/localapi                     # make run
+//	go run ./cmd/localapi -addr 127.0.0.1:3001
+//	REDIS_URL=redis://127.0.0.1:6379 LOG_LEVEL=debug go run ./cmd/localapi
+//
+// The address comes from -addr, else LOCALAPI_ADDR, else 127.0.0.1:3000. Package devapi
+// documents how each function's environment is made; package gateway what is answered how.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/idemlambda/idem/cmd/localapi/devapi"
+)
+
+// DefaultAddr is where the API listens unless -addr or LOCALAPI_ADDR says otherwise.
+const DefaultAddr = "127.0.0.1:3000"
+
+// EnvAddr is the environment variable that changes the default of -addr.
+const EnvAddr = "LOCALAPI_ADDR"
+
+func main() {
+	addr := flag.String("addr", envOr(EnvAddr, DefaultAddr), "host:port to listen on (env "+EnvAddr+")")
+	template := flag.String("template", devapi.DefaultTemplate, "SAM template whose routes are served")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *addr, devapi.Config{Template: *template}, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "localapi:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+// run serves until ctx ends, then shuts down gracefully. The banner goes to out; ready, when
+// not nil, receives the base URL once the listener is open.
+func run(ctx context.Context, addr string, cfg devapi.Config, out io.Writer, ready chan<- string) error {
+	api, err := devapi.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	base := "http://" + ln.Addr().String()
+	banner(out, api, base)
+
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if ready != nil {
+		ready <- base
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	// Invocations in flight finish (each is bounded by its function's timeout).
+	shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// banner prints the routes, the secrets and a few ready-to-paste requests.
+func banner(w io.Writer, api *devapi.API, base string) {
+	fmt.Fprintf(w, "idem local API: %d routes of %s, in-process, as API Gateway HTTP API payload v2.0\n", len(api.Template.Routes()), api.Template.Path)
+	fmt.Fprintf(w, "redis: %s\n\n", api.RedisDescription())
+	for _, r := range api.Template.Routes() {
+		f, _ := api.Function(r.Function)
+		detail := fmt.Sprintf("timeout %s", f.Timeout)
+		switch {
+		case f.Provider() != "":
+			detail += fmt.Sprintf(", WEBHOOK_SECRET=%s, sink %s", f.LocalEnv["WEBHOOK_SECRET"], f.LocalEnv["WEBHOOK_SINK"])
+		case f.LocalEnv["PAYMENTS_LEDGER"] != "":
+			detail += ", ledger " + f.LocalEnv["PAYMENTS_LEDGER"]
+		}
+		fmt.Fprintf(w, "  %-5s %-45s %-24s %s\n", r.Method, base+r.Path, r.Function, detail)
+	}
+	fmt.Fprintf(w, `
+Try it (in another terminal):
+  make send PROVIDER=all URL=%[1]s N=5
+  curl -si %[1]s/payments -H 'content-type: application/json' -H 'idempotency-key: order-1' -d '{"amount":2500,"currency":"EUR"}'
+  curl -si %[1]s/payments/<id from the response>
+
+`, base)
+	fmt.Fprintf(w, "listening on %s (Ctrl-C to stop)\n", base)
+}
