@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemlambda/idem/cmd/events/samples"
+	"github.com/idemlambda/idem/pkg/webhook"
+)
+
+// ReplayedHeader marks a response answered from a stored result.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// options are the command line.
+type options struct {
+	provider  string
+	url       string
+	n         int
+	secret    string
+	eventID   string
+	payments  bool
+	key       string
+	amount    int64
+	currency  string
+	timeout   time.Duration
+	retries   int
+	retryWait time.Duration
+}
+
+// request is what is sent n times: one signed delivery, or one payment request.
+type request struct {
+	name    string // provider, or "payments"
+	id      string // event id or idempotency key
+	url     string
+	body    []byte
+	headers map[string]string
+}
+
+// response is one answer.
+type response struct {
+	delivery   int           // which of the n deliveries, from 1
+	attempt    int           // 0 for the first request, then 1, 2, ... for retries after a 409
+	elapsed    time.Duration // from the first request of the run until this answer
+	status     int
+	replayed   bool
+	retryAfter string
+	body       string
+	err        error
+}
+
+// summary counts the answers to one request sent n times.
+type summary struct {
+	name       string
+	id         string
+	url        string
+	deliveries int
+	requests   int
+	executed   int // 2xx, not replayed
+	replayed   int // 2xx with idempotent-replayed: true
+	conflicts  int // 409 answers, retried or not
+	inProgress int // deliveries whose last answer was still 409
+	other      int // deliveries answered with any other status
+	failed     int // deliveries with no answer
+}
+
+// ok reports whether every delivery got an answer a duplicate may get.
+func (s summary) ok() bool { return s.other == 0 && s.failed == 0 }
+
+func (s summary) String() string {
+	line := fmt.Sprintf("%-9s %-38s %d deliveries, %d requests: %d executed, %d replayed, %d answered 409",
+		s.name, s.id, s.deliveries, s.requests, s.executed, s.replayed, s.conflicts)
+	if s.inProgress > 0 {
+		line += fmt.Sprintf(" (%d still 409 after the retries)", s.inProgress)
+	} else if s.conflicts > 0 {
+		line += " (then retried)"
+	}
+	return line + fmt.Sprintf(", %d other, %d failed", s.other, s.failed)
+}
+
+// run builds the requests the options ask for, sends each n times concurrently, sends a
+// delivery answered 409 again after o.retryWait (up to o.retries times), prints every answer
+// and a summary per request to out, and returns the summaries.
+func run(ctx context.Context, o options, out io.Writer) ([]summary, error) {
+	reqs, err := build(o, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Timeout: o.timeout}
+	var sums []summary
+	for _, r := range reqs {
+		fmt.Fprintf(out, "%s: POST %s (%s) x%d\n", r.name, r.url, r.id, o.n)
+		s := summary{name: r.name, id: r.id, url: r.url, deliveries: o.n}
+		start := time.Now()
+		last := make([]response, o.n)
+		pending := make([]int, o.n)
+		for i := range pending {
+			pending[i] = i + 1
+		}
+		for attempt := 0; len(pending) > 0; attempt++ {
+			if attempt > 0 {
+				if attempt > o.retries {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return sums, fmt.Errorf("interrupted: %w", ctx.Err())
+				case <-time.After(o.retryWait):
+				}
+			}
+			resps := sendConcurrently(ctx, client, r, pending, attempt, start)
+			s.requests += len(resps)
+			pending = pending[:0]
+			for _, resp := range resps {
+				printResponse(out, resp)
+				last[resp.delivery-1] = resp
+				if resp.err == nil && resp.status == http.StatusConflict {
+					s.conflicts++
+					pending = append(pending, resp.delivery)
+				}
+			}
+		}
+		for _, resp := range last {
+			switch {
+			case resp.err != nil:
+				s.failed++
+			case resp.status >= 200 && resp.status < 300 && resp.replayed:
+				s.replayed++
+			case resp.status >= 200 && resp.status < 300:
+				s.executed++
+			case resp.status == http.StatusConflict:
+				s.inProgress++
+			default:
+				s.other++
+			}
+		}
+		sums = append(sums, s)
+	}
+	fmt.Fprintln(out)
+	for _, s := range sums {
+		fmt.Fprintln(out, s)
+	}
+	return sums, nil
+}
+
+func printResponse(out io.Writer, r response) {
+	label := fmt.Sprintf("#%d", r.delivery)
+	if r.attempt > 0 {
+		label += fmt.Sprintf(" retry %d", r.attempt)
+	}
+	if r.err != nil {
+		fmt.Fprintf(out, "  %7s  %-10s error: %v\n", r.elapsed.Round(100*time.Microsecond), label, r.err)
+		return
+	}
+	note := ""
+	switch {
+	case r.replayed:
+		note = "idempotent-replayed: true"
+	case r.retryAfter != "":
+		note = "retry-after: " + r.retryAfter
+	}
+	fmt.Fprintf(out, "  %7s  %-10s %d %-26s %s\n", r.elapsed.Round(100*time.Microsecond), label, r.status, note, r.body)
+}
+
+// build returns the requests to send, signed at now.
+func build(o options, now time.Time) ([]request, error) {
+	if o.n < 1 {
+		return nil, errors.New("-n must be at least 1")
+	}
+	base, err := url.Parse(o.url)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("-url %q is not an http(s) URL", o.url)
+	}
+	hasPath := strings.Trim(base.Path, "/") != ""
+	endpoint := func(path string) string {
+		if hasPath {
+			return base.String()
+		}
+		u := *base
+		u.Path = path
+		return u.String()
+	}
+
+	if o.payments {
+		key := o.key
+		if key == "" {
+			key = newID("")
+		}
+		body, err := json.Marshal(map[string]any{"amount": o.amount, "currency": o.currency, "description": "sent by cmd/send"})
+		if err != nil {
+			return nil, fmt.Errorf("encode payment: %w", err)
+		}
+		return []request{{
+			name: "payments", id: key, url: endpoint("/payments"), body: body,
+			headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
+		}}, nil
+	}
+
+	providers := []string{o.provider}
+	if o.provider == "all" {
+		providers = webhook.Names()
+		if o.secret != "" || o.eventID != "" || hasPath {
+			return nil, errors.New("-provider all takes a base -url and each provider's development secret: leave out -secret, -event-id and the URL path")
+		}
+	} else if !slices.Contains(webhook.Names(), o.provider) {
+		return nil, fmt.Errorf("-provider %q is not one of %s or all", o.provider, strings.Join(webhook.Names(), ", "))
+	}
+	var reqs []request
+	for _, p := range providers {
+		secret := o.secret
+		if secret == "" {
+			secret = samples.DevSecret(p)
+		}
+		id := o.eventID
+		if id == "" {
+			id = newID(p)
+		}
+		body, headers, err := samples.Delivery(p, secret, id, now)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, request{name: p, id: id, url: endpoint("/webhooks/" + p), body: body, headers: headers})
+	}
+	return reqs, nil
+}
+
+// sendConcurrently sends r once for each delivery number, all released at once, and returns
+// the answers in the order they arrived.
+func sendConcurrently(ctx context.Context, client *http.Client, r request, deliveries []int, attempt int, start time.Time) []response {
+	out := make(chan response, len(deliveries))
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, d := range deliveries {
+		wg.Go(func() {
+			<-release
+			resp := send(ctx, client, r)
+			resp.delivery, resp.attempt, resp.elapsed = d, attempt, time.Since(start)
+			out <- resp
+		})
+	}
+	close(release)
+	wg.Wait()
+	close(out)
+	var resps []response
+	for resp := range out {
+		resps = append(resps, resp)
+	}
+	slices.SortStableFunc(resps, func(a, b response) int { return cmp.Compare(a.elapsed, b.elapsed) })
+	return resps
+}
+
+func send(ctx context.Context, client *http.Client, r request) response {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(r.body))
+	if err != nil {
+		return response{err: fmt.Errorf("build request: %w", err)}
+	}
+	for k, v := range r.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return response{err: fmt.Errorf("post: %w", err)}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return response{status: resp.StatusCode, err: fmt.Errorf("read response: %w", err)}
+	}
+	return response{
+		status:     resp.StatusCode,
+		replayed:   strings.EqualFold(resp.Header.Get(ReplayedHeader), "true"),
+		retryAfter: resp.Header.Get("Retry-After"),
+		body:       strings.TrimSpace(string(body)),
+	}
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemlambda/idem/cmd/localapi/devapi"
+	"github.com/idemlambda/idem/pkg/webhook"
+)
+
+// startLocalAPI serves the template's routes in-process, on the embedded Redis.
+func startLocalAPI(t *testing.T) string {
+	t.Helper()
+	api, err := devapi.New(context.Background(), devapi.Config{
+		Template:  "../../template.yaml",
+		Getenv:    func(string) string { return "" },
+		LogOutput: io.Discard,
+		AccessLog: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	t.Cleanup(func() {
+		srv.Close()
+		if err := api.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return srv.URL
+}
+
+func defaults(url string) options {
+	return options{provider: "stripe", url: url, n: 1, amount: 2500, currency: "EUR",
+		timeout: 10 * time.Second, retries: 3, retryWait: 200 * time.Millisecond}
+}
+
+func TestEveryProviderExecutesOnceAndReplaysTheDuplicates(t *testing.T) {
+	o := defaults(startLocalAPI(t))
+	o.provider, o.n = "all", 5
+	var out bytes.Buffer
+	sums, err := run(context.Background(), o, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != len(webhook.Names()) {
+		t.Fatalf("%d summaries for %d providers:\n%s", len(sums), len(webhook.Names()), &out)
+	}
+	for _, s := range sums {
+		if s.executed != 1 || s.replayed != 4 || !s.ok() || s.requests != 5+s.conflicts {
+			t.Errorf("%s: %+v, want 1 executed and 4 replayed (after retrying each 409)\n%s", s.name, s, &out)
+		}
+		if !strings.Contains(out.String(), s.String()) {
+			t.Errorf("summary of %s not printed", s.name)
+		}
+	}
+	if !strings.Contains(out.String(), "idempotent-replayed: true") {
+		t.Errorf("the replayed responses are not marked:\n%s", &out)
+	}
+}
+
+func TestPaymentsModeCreatesOnePayment(t *testing.T) {
+	o := defaults(startLocalAPI(t))
+	o.payments, o.n = true, 4
+	var out bytes.Buffer
+	sums, err := run(context.Background(), o, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 1 || sums[0].executed != 1 || sums[0].replayed != 3 || !sums[0].ok() {
+		t.Fatalf("%+v\n%s", sums, &out)
+	}
+	if !strings.Contains(out.String(), " 201 ") || !strings.Contains(out.String(), `"amount":2500`) {
+		t.Errorf("the responses are not printed:\n%s", &out)
+	}
+}
+
+func TestWrongSecretIsReportedAsFailure(t *testing.T) {
+	o := defaults(startLocalAPI(t))
+	o.provider, o.secret, o.n = "github", "not-the-secret", 2
+	var out bytes.Buffer
+	sums, err := run(context.Background(), o, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sums[0].ok() || sums[0].other != 2 || !strings.Contains(out.String(), " 401 ") {
+		t.Fatalf("%+v\n%s", sums[0], &out)
+	}
+}
+
+func TestURLIsABaseOrTheFullEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		o    func(*options)
+		want []string
+		err  bool
+	}{
+		{o: func(o *options) {}, want: []string{"http://h:3000/webhooks/stripe"}},
+		{o: func(o *options) { o.url = "http://h:3000/" }, want: []string{"http://h:3000/webhooks/stripe"}},
+		{o: func(o *options) { o.url = "https://x.example/webhooks/stripe" }, want: []string{"https://x.example/webhooks/stripe"}},
+		{o: func(o *options) { o.payments = true }, want: []string{"http://h:3000/payments"}},
+		{o: func(o *options) { o.provider = "all" }, want: []string{
+			"http://h:3000/webhooks/github", "http://h:3000/webhooks/shopify", "http://h:3000/webhooks/slack",
+			"http://h:3000/webhooks/standard", "http://h:3000/webhooks/stripe"}},
+		{o: func(o *options) { o.provider = "all"; o.secret = "s" }, err: true},
+		{o: func(o *options) { o.provider = "nope" }, err: true},
+		{o: func(o *options) { o.url = "h:3000" }, err: true},
+		{o: func(o *options) { o.n = 0 }, err: true},
+	} {
+		o := defaults("http://h:3000")
+		tc.o(&o)
+		reqs, err := build(o, time.Now())
+		if tc.err {
+			if err == nil {
+				t.Errorf("%+v: no error", o)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%+v: %v", o, err)
+			continue
+		}
+		var got []string
+		for _, r := range reqs {
+			got = append(got, r.url)
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%+v: urls %q, want %q", o, got, tc.want)
+		}
+	}
+}
+
+func TestNewIDsHaveTheProvidersShape(t *testing.T) {
+	for provider, prefix := range map[string]string{"stripe": "evt_", "standard": "msg_", "slack": "Ev", "": "order-"} {
+		if id := newID(provider); !strings.HasPrefix(id, prefix) || newID(provider) == id {
+			t.Errorf("newID(%q) = %q", provider, id)
+		}
+	}
+	if id := newID("github"); len(id) != 36 || id[14] != '4' {
+		t.Errorf("newID(github) = %q, want a version 4 UUID", id)
+	}
+}
