@@ -12,6 +12,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -21,11 +22,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/idemlambda/idem/cmd/localapi/devapi"
+	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 )
 
 // DefaultAddr is where the API listens unless -addr or LOCALAPI_ADDR says otherwise.
@@ -94,7 +97,11 @@ func run(ctx context.Context, addr string, cfg devapi.Config, out io.Writer, rea
 func banner(w io.Writer, api *devapi.API, base string) {
 	fmt.Fprintf(w, "idem local API: %d routes of %s, in-process, as API Gateway HTTP API payload v2.0\n", len(api.Template.Routes()), api.Template.Path)
 	fmt.Fprintf(w, "redis: %s\n\n", api.RedisDescription())
-	for _, r := range api.Template.Routes() {
+	routes := api.Template.Routes()
+	slices.SortStableFunc(routes, func(a, b samtemplate.Route) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Method, b.Method))
+	})
+	for _, r := range routes {
 		f, _ := api.Function(r.Function)
 		detail := fmt.Sprintf("timeout %s", f.Timeout)
 		switch {
