@@ -7,8 +7,14 @@
 //	go run ./cmd/localapi -addr 127.0.0.1:3001
 //	REDIS_URL=redis://127.0.0.1:6379 LOG_LEVEL=debug go run ./cmd/localapi
 //
-// The address comes from -addr, else LOCALAPI_ADDR, else 127.0.0.1:3000. Package devapi
-// documents how each function's environment is made; package gateway what is answered how.
+// The address comes from -addr, else LOCALAPI_ADDR, else 127.0.0.1:3000. -secret
+// provider=secret (repeatable) makes a webhook function accept another secret besides its
+// development secret, such as the one `stripe listen --forward-to` signs with:
+//
+//	go run ./cmd/localapi -secret stripe=whsec_...
+//
+// Package devapi documents how each function's environment is made; package gateway what is
+// answered how.
 package main
 
 import (
@@ -40,14 +46,31 @@ const EnvAddr = "LOCALAPI_ADDR"
 func main() {
 	addr := flag.String("addr", envOr(EnvAddr, DefaultAddr), "host:port to listen on (env "+EnvAddr+")")
 	template := flag.String("template", devapi.DefaultTemplate, "SAM template whose routes are served")
+	secrets := secretFlag{}
+	flag.Var(secrets, "secret", "`provider=secret` also accepted by that provider's function, besides its development secret (repeatable), e.g. the whsec_ secret of `stripe listen`")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, devapi.Config{Template: *template}, os.Stderr, nil); err != nil {
+	if err := run(ctx, *addr, devapi.Config{Template: *template, Secrets: secrets}, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "localapi:", err)
 		os.Exit(1)
 	}
+}
+
+// secretFlag collects -secret provider=secret flags.
+type secretFlag map[string][]string
+
+func (f secretFlag) String() string { return "" }
+
+func (f secretFlag) Set(v string) error {
+	provider, secret, ok := strings.Cut(v, "=")
+	provider, secret = strings.TrimSpace(provider), strings.TrimSpace(secret)
+	if !ok || provider == "" || secret == "" || strings.Contains(secret, ",") {
+		return fmt.Errorf("want provider=secret (one secret, no comma), got %q", v)
+	}
+	f[provider] = append(f[provider], secret)
+	return nil
 }
 
 func envOr(name, def string) string {
@@ -106,7 +129,12 @@ func banner(w io.Writer, api *devapi.API, base string) {
 		detail := fmt.Sprintf("timeout %s", f.Timeout)
 		switch {
 		case f.Provider() != "":
-			detail += fmt.Sprintf(", WEBHOOK_SECRET=%s, sink %s", f.LocalEnv["WEBHOOK_SECRET"], f.LocalEnv["WEBHOOK_SINK"])
+			// Only the public development secret is printed, not those given with -secret.
+			detail += ", WEBHOOK_SECRET=" + devapi.DevSecret(f.Provider())
+			if n := strings.Count(f.LocalEnv["WEBHOOK_SECRET"], ","); n > 0 {
+				detail += fmt.Sprintf(" (+%d from -secret)", n)
+			}
+			detail += ", sink " + f.LocalEnv["WEBHOOK_SINK"]
 		case f.LocalEnv["PAYMENTS_LEDGER"] != "":
 			detail += ", ledger " + f.LocalEnv["PAYMENTS_LEDGER"]
 		}

@@ -216,3 +216,20 @@ func TestAddressComesFromTheEnvironmentUnlessGiven(t *testing.T) {
 		t.Errorf("envOr with a blank variable = %q, want %q", got, DefaultAddr)
 	}
 }
+
+func TestSecretFlagTakesProviderEqualsSecret(t *testing.T) {
+	f := secretFlag{}
+	for _, v := range []string{"stripe=whsec_a", "stripe=whsec_b", " github = s "} {
+		if err := f.Set(v); err != nil {
+			t.Fatalf("Set(%q): %v", v, err)
+		}
+	}
+	if strings.Join(f["stripe"], ",") != "whsec_a,whsec_b" || strings.Join(f["github"], ",") != "s" {
+		t.Errorf("flags %v", f)
+	}
+	for _, bad := range []string{"stripe", "=s", "stripe=", "stripe=a,b"} {
+		if err := f.Set(bad); err == nil {
+			t.Errorf("Set(%q) accepted", bad)
+		}
+	}
+}

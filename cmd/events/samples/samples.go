@@ -442,12 +442,8 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 func webhookRoute(t *samtemplate.Template, provider string) (samtemplate.Route, error) {
-	for _, f := range t.Functions {
-		if f.Code == samtemplate.Webhook && f.Env["WEBHOOK_PROVIDER"] == provider {
-			for _, r := range f.Routes {
-				return r, nil
-			}
-		}
+	if f, ok := t.WebhookFunction(provider); ok && len(f.Routes) > 0 {
+		return f.Routes[0], nil
 	}
 	return samtemplate.Route{}, fmt.Errorf("samples: %s declares no webhook function with a route for WEBHOOK_PROVIDER=%s", t.Path, provider)
 }

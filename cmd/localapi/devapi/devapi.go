@@ -9,7 +9,8 @@
 //   - one Redis client, shared by every function: an embedded miniredis when REDIS_URL is unset
 //     (redisconn.Open), else the Redis at REDIS_URL (with REDIS_CLUSTER and the other REDIS_*
 //     variables of the process environment);
-//   - webhook functions accept their provider's development secret (DevSecret), sink log;
+//   - webhook functions accept their provider's development secret (DevSecret), and any
+//     secret Config.Secrets adds for the provider; sink log;
 //   - the payments function uses the in-memory ledger;
 //   - variables that name AWS resources (secret ARNs, queue URL, event bus, table) are unset.
 //
@@ -56,6 +57,9 @@ type Config struct {
 	// AccessLog receives the gateway's line per request. Default os.Stderr; io.Discard
 	// silences it.
 	AccessLog io.Writer
+	// Secrets are signing secrets a provider's function accepts besides its development
+	// secret, keyed by provider: the whsec_ secret `stripe listen` prints, for example.
+	Secrets map[string][]string
 }
 
 // Function is one function of the template as the local API runs it.
@@ -126,8 +130,13 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	a.closers = append(a.closers, a.Redis.Close)
 
 	var functions []gateway.Function
+	for provider := range cfg.Secrets {
+		if _, ok := t.WebhookFunction(provider); !ok {
+			return nil, fmt.Errorf("devapi: a secret is given for %q, which no webhook function of %s serves", provider, t.Path)
+		}
+	}
 	for _, f := range t.Functions {
-		local, fixed := localEnv(f)
+		local, fixed := localEnv(f, cfg.Secrets)
 		getenv := func(name string) string {
 			if v, ok := fixed[name]; ok {
 				return v
@@ -175,7 +184,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 
 // localEnv returns the local defaults of f (the template's variables without deployOnly, and
 // the local sink and ledger) and the variables that the process environment cannot change.
-func localEnv(f samtemplate.Function) (local, fixed map[string]string) {
+func localEnv(f samtemplate.Function, extra map[string][]string) (local, fixed map[string]string) {
 	local = maps.Clone(f.Env)
 	for _, name := range deployOnly {
 		delete(local, name)
@@ -189,7 +198,7 @@ func localEnv(f samtemplate.Function) (local, fixed map[string]string) {
 		provider := f.Env[webhookhandler.EnvProvider]
 		local["WEBHOOK_SINK"] = "log"
 		fixed[webhookhandler.EnvProvider] = provider
-		fixed[webhookhandler.EnvSecret] = DevSecret(provider)
+		fixed[webhookhandler.EnvSecret] = strings.Join(append([]string{DevSecret(provider)}, extra[provider]...), ",")
 		fixed[webhookhandler.EnvSecretARN] = ""
 	case samtemplate.Payments:
 		local[paymentshandler.EnvLedger] = paymentshandler.LedgerMemory

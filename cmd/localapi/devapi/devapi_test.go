@@ -17,12 +17,13 @@ import (
 
 func start(t *testing.T, env map[string]string) (*devapi.API, string) {
 	t.Helper()
-	api, err := devapi.New(context.Background(), devapi.Config{
-		Template:  "../../../template.yaml",
-		Getenv:    func(k string) string { return env[k] },
-		LogOutput: io.Discard,
-		AccessLog: io.Discard,
-	})
+	return startWith(t, devapi.Config{Getenv: func(k string) string { return env[k] }})
+}
+
+func startWith(t *testing.T, cfg devapi.Config) (*devapi.API, string) {
+	t.Helper()
+	cfg.Template, cfg.LogOutput, cfg.AccessLog = "../../../template.yaml", io.Discard, io.Discard
+	api, err := devapi.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,21 +57,8 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 		t.Fatalf("stripe function %+v", stripe)
 	}
 
-	body, headers, err := samples.Delivery("stripe", devapi.DevSecret("stripe"), "evt_devapi_1", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/stripe", bytes.NewReader(body))
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("delivery signed with the development secret: %d", resp.StatusCode)
+	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_devapi_1"); status != 200 {
+		t.Fatalf("delivery signed with the development secret: %d", status)
 	}
 	keys, err := rdb.Keys(context.Background(), prefix+":*").Result()
 	if err != nil {
@@ -112,5 +100,47 @@ func TestABadProcessSettingFailsStartWithTheVariable(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "IDEM_RESULT_TTL") {
 		t.Fatalf("New: %v, want an error naming IDEM_RESULT_TTL", err)
+	}
+}
+
+// deliver posts a sample delivery of provider signed with secret and returns the status.
+func deliver(t *testing.T, base, provider, secret, id string) int {
+	t.Helper()
+	body, headers, err := samples.Delivery(provider, secret, id, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/"+provider, bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestExtraSecretsAreAcceptedBesidesTheDevelopmentSecret(t *testing.T) {
+	_, base := startWith(t, devapi.Config{
+		Getenv:  func(string) string { return "" },
+		Secrets: map[string][]string{"stripe": {"whsec_from_stripe_listen"}},
+	})
+	for secret, want := range map[string]int{
+		"whsec_from_stripe_listen": 200,
+		devapi.DevSecret("stripe"): 200,
+		"whsec_other":              401,
+	} {
+		if got := deliver(t, base, "stripe", secret, "evt_"+strings.TrimPrefix(secret, "whsec_")); got != want {
+			t.Errorf("signed with %s: %d, want %d", secret, got, want)
+		}
+	}
+	_, err := devapi.New(context.Background(), devapi.Config{
+		Template: "../../../template.yaml", Getenv: func(string) string { return "" },
+		Secrets: map[string][]string{"stripes": {"x"}}, LogOutput: io.Discard, AccessLog: io.Discard,
+	})
+	if err == nil {
+		t.Error("a secret for a provider no function serves was accepted")
 	}
 }

@@ -125,6 +125,17 @@ func (t *Template) Function(logicalID string) (Function, bool) {
 	return Function{}, false
 }
 
+// WebhookFunction returns the webhook function of provider (the one whose WEBHOOK_PROVIDER
+// it is), or false.
+func (t *Template) WebhookFunction(provider string) (Function, bool) {
+	for _, f := range t.Functions {
+		if f.Code == Webhook && f.Env["WEBHOOK_PROVIDER"] == provider {
+			return f, true
+		}
+	}
+	return Function{}, false
+}
+
 // resourceMarker precedes a resource's logical ID where Ref resolved to one. It cannot occur
 // in a template's own strings, so a value holding it is known to depend on a resource.
 const resourceMarker = "\x00resource:"
