@@ -1,0 +1,684 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemlambda/idem/functions/webhook/handler"
+	"github.com/idemlambda/idem/pkg/idem"
+	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/sink"
+	"github.com/idemlambda/idem/pkg/webhook"
+)
+
+// settings are the knobs the peers' drivers read from their environment, with their defaults.
+type settings struct {
+	N      int // sequential requests per path
+	Warmup int // requests per path before measuring
+	Conc   int // in-flight requests for throughput; containers per key for the concurrency test
+	Rounds int // keys in the concurrency test
+	ThrN   int // requests per throughput path
+}
+
+// lambdaTimeout is the function timeout the peers' fake Lambda context reports (30 s); ours
+// gets it as the context deadline, from which the core derives its claim TTL.
+const lambdaTimeout = 30 * time.Second
+
+// measurer runs paths against the server and counts the Redis commands each one costs.
+type measurer struct {
+	srv  *redisServer
+	s    settings
+	run  string      // makes every key of this run new
+	sent sentCounter // commands sent by every client this measurer opened
+}
+
+// sentCounter is a go-redis hook counting the commands a client sends: its round trips, since
+// nothing here pipelines. INFO commandstats counts more for a Lua script: the EVALSHA and each
+// command the script calls.
+type sentCounter struct{ n atomic.Int64 }
+
+func (c *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// sequential calls call(0..n-1) one after the other and summarises latencies, throughput and
+// Redis commands per request.
+func (m *measurer) sequential(ctx context.Context, n int, call func(i int) error) (Phase, error) {
+	return m.concurrent(ctx, n, 1, call)
+}
+
+// concurrent calls call(0..n-1) from workers goroutines, each taking the next index.
+func (m *measurer) concurrent(ctx context.Context, n, workers int, call func(i int) error) (Phase, error) {
+	before, err := m.srv.commandStats(ctx)
+	if err != nil {
+		return Phase{}, err
+	}
+	sentBefore := m.sent.n.Load()
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				t := time.Now()
+				if err := call(i); err != nil {
+					errs <- err
+					return
+				}
+				lat[i] = time.Since(t)
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return Phase{}, err
+	}
+	after, err := m.srv.commandStats(ctx)
+	if err != nil {
+		return Phase{}, err
+	}
+	p := latencies(lat)
+	p.RPS = float64(n) / wall.Seconds()
+	p.Workers = workers
+	p.perRequest(commandDelta(before, after), n)
+	p.SentPerReq = float64(m.sent.n.Load()-sentBefore) / float64(n)
+	return p, nil
+}
+
+// apiEvent is an API Gateway HTTP API v2 event shaped like the peers' makeEvent: a POST whose
+// JSON body carries the idempotency key as id.
+func apiEvent(id string) events.APIGatewayV2HTTPRequest {
+	body := fmt.Sprintf(`{"id":%q,"amount":1000,"currency":"EUR"}`, id)
+	return events.APIGatewayV2HTTPRequest{
+		Version:  "2.0",
+		RouteKey: "POST /payments",
+		RawPath:  "/payments",
+		Headers:  map[string]string{"content-type": "application/json", "content-length": strconv.Itoa(len(body))},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			AccountID: "123456789012", APIID: "api", DomainName: "example.invalid", RequestID: "req-" + id,
+			RouteKey: "POST /payments", Stage: "$default",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/payments", Protocol: "HTTP/1.1", SourceIP: "127.0.0.1", UserAgent: "bench"},
+		},
+		Body: body,
+	}
+}
+
+// businessLogic is the peers' business logic: parse the body, answer 200 with a small JSON.
+func businessLogic(req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	var in struct {
+		ID     string `json:"id"`
+		Amount int64  `json:"amount"`
+	}
+	if err := json.Unmarshal([]byte(req.Body), &in); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	b, err := json.Marshal(struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Amount int64  `json:"amount"`
+	}{in.ID, "accepted", in.Amount})
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"content-type": "application/json"}, Body: string(b)}, nil
+}
+
+// coreApp is the core wrapped around the business logic the way Powertools' makeIdempotent
+// wraps it: the key is the body's id, the fingerprint the canonical JSON of the body, and a
+// duplicate in progress is answered 409.
+type coreApp struct {
+	guard      *idem.Guard
+	client     idem.Client
+	work       time.Duration
+	executions atomic.Int64
+	// When hold is non-nil, the work closes started and waits for hold to close.
+	hold, started chan struct{}
+}
+
+func (a *coreApp) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	var in struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(req.Body), &in); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	fp, err := idem.FingerprintJSON([]byte(req.Body))
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	out, err := a.guard.Do(ctx, idem.Key{Scope: "compare", ID: in.ID}, fp, func(ctx context.Context) (idem.Result, error) {
+		a.executions.Add(1)
+		if a.hold != nil {
+			close(a.started)
+			<-a.hold
+		}
+		if a.work > 0 {
+			time.Sleep(a.work)
+		}
+		resp, err := businessLogic(req)
+		return idem.Result{Status: resp.StatusCode, Headers: resp.Headers, Body: []byte(resp.Body)}, err
+	})
+	switch out.Kind {
+	case idem.Executed, idem.Replayed:
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+		resp := events.APIGatewayV2HTTPResponse{StatusCode: out.Result.Status, Headers: out.Result.Headers, Body: string(out.Result.Body)}
+		if out.Kind == idem.Replayed {
+			resp.Headers = maps.Clone(resp.Headers)
+			resp.Headers["idempotent-replayed"] = "true"
+		}
+		return resp, nil
+	case idem.InProgress:
+		return events.APIGatewayV2HTTPResponse{StatusCode: 409}, nil
+	}
+	return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("unexpected outcome %s: %w", out.Kind, err)
+}
+
+// call invokes h with a fresh Lambda-like deadline, as the peers' makeContext does.
+func call(h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), lambdaTimeout)
+	defer cancel()
+	return h(ctx, req)
+}
+
+// want checks a response's status and replay marker.
+func want(resp events.APIGatewayV2HTTPResponse, err error, status int, replayed bool) error {
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != status || (resp.Headers["idempotent-replayed"] == "true") != replayed {
+		return fmt.Errorf("got status %d (replayed %q), want %d (replayed %v): %s",
+			resp.StatusCode, resp.Headers["idempotent-replayed"], status, replayed, resp.Body)
+	}
+	return nil
+}
+
+// Checks of a call's result: a first execution, a replay, an in-progress duplicate.
+func executed(resp events.APIGatewayV2HTTPResponse, err error) error {
+	return want(resp, err, 200, false)
+}
+func replayed(resp events.APIGatewayV2HTTPResponse, err error) error {
+	return want(resp, err, 200, true)
+}
+func conflict(resp events.APIGatewayV2HTTPResponse, err error) error {
+	return want(resp, err, 409, false)
+}
+
+// openClient builds a client as a function does at init, with room for inFlight commands,
+// and counts the commands it sends. Its pool is filled before it is returned, so connection
+// handshakes are not counted as requests' commands.
+func (m *measurer) openClient(ctx context.Context, inFlight int) (*redisconn.Conn, error) {
+	s := redisconn.Settings{URL: m.srv.url()}
+	if inFlight > 1 {
+		s.MaxConcurrency = inFlight
+	}
+	conn, err := redisconn.Open(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, inFlight)
+	for range max(inFlight, 1) {
+		wg.Go(func() { errs <- conn.Client.Ping(ctx).Err() })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	conn.Client.AddHook(&m.sent)
+	return conn, nil
+}
+
+// newCoreApp builds a guard on its own client: one execution environment.
+func (m *measurer) newCoreApp(ctx context.Context, inFlight int, opts ...idem.Option) (*coreApp, func(), error) {
+	conn, err := m.openClient(ctx, inFlight)
+	if err != nil {
+		return nil, nil, err
+	}
+	app, err := newCoreApp(conn.Client, opts...)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return app, func() { conn.Close() }, nil
+}
+
+// newCoreApp builds a guard on client.
+func newCoreApp(client idem.Client, opts ...idem.Option) (*coreApp, error) {
+	g, err := idem.New(client, append([]idem.Option{idem.WithPrefix("cmp")}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	return &coreApp{guard: g, client: client}, nil
+}
+
+// measureCore measures the core wrapped around the peers' business logic, in-process, on the
+// paths the peers measure.
+func (m *measurer) measureCore(ctx context.Context) (map[string]Phase, error) {
+	phases := map[string]Phase{}
+	app, closeApp, err := m.newCoreApp(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer closeApp()
+	ids := func(tag string, n int) []events.APIGatewayV2HTTPRequest {
+		reqs := make([]events.APIGatewayV2HTTPRequest, n)
+		for i := range reqs {
+			reqs[i] = apiEvent(fmt.Sprintf("%s-%s-%d", m.run, tag, i))
+		}
+		return reqs
+	}
+	record := func(name string, p Phase, err error) error {
+		if err != nil {
+			return fmt.Errorf("core: %s: %w", name, err)
+		}
+		phases[name] = p
+		return nil
+	}
+
+	// Warm-up, not measured: connection, scripts, code paths.
+	warm := ids("warm", m.s.Warmup)
+	for _, check := range []func(events.APIGatewayV2HTTPResponse, error) error{executed, replayed} {
+		for _, req := range warm {
+			if err := check(call(app.handle, req)); err != nil {
+				return nil, fmt.Errorf("core: warm-up: %w", err)
+			}
+		}
+	}
+	for _, req := range warm {
+		if _, err := businessLogic(req); err != nil {
+			return nil, err
+		}
+	}
+
+	base := ids("base", m.s.N)
+	p, err := m.sequential(ctx, m.s.N, func(i int) error { _, err := businessLogic(base[i]); return err })
+	if err := record("0 no-idempotency baseline", p, err); err != nil {
+		return nil, err
+	}
+
+	first := ids("a", m.s.N)
+	bodies := make([]string, m.s.N)
+	p, err = m.sequential(ctx, m.s.N, func(i int) error {
+		resp, err := call(app.handle, first[i])
+		bodies[i] = resp.Body
+		return want(resp, err, 200, false)
+	})
+	if err := record("a first-time (unique keys)", p, err); err != nil {
+		return nil, err
+	}
+	execBefore := app.executions.Load()
+	p, err = m.sequential(ctx, m.s.N, func(i int) error {
+		resp, err := call(app.handle, first[i])
+		if err == nil && resp.Body != bodies[i] {
+			return fmt.Errorf("replay of %d differs from the first response", i)
+		}
+		return want(resp, err, 200, true)
+	})
+	if err == nil && app.executions.Load() != execBefore {
+		err = fmt.Errorf("replays ran the business logic %d times", app.executions.Load()-execBefore)
+	}
+	if err := record("b replay, no local cache", p, err); err != nil {
+		return nil, err
+	}
+
+	holder, closeHolder, err := m.newCoreApp(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer closeHolder()
+	held := apiEvent(m.run + "-held")
+	p, err = m.hold(ctx, func(release, started chan struct{}) func() error {
+		holder.hold, holder.started = release, started
+		return func() error { return executed(call(holder.handle, held)) }
+	}, func(int) error { return conflict(call(app.handle, held)) })
+	if err := record("i in-progress duplicate", p, err); err != nil {
+		return nil, err
+	}
+
+	// Local cache in front of Redis, as Powertools' useLocalCache.
+	cached, closeCached, err := m.newCoreApp(ctx, 1, idem.WithLocalCache(m.s.N, time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	defer closeCached()
+	lc := ids("lc", m.s.N)
+	p, err = m.sequential(ctx, m.s.N, func(i int) error { return executed(call(cached.handle, lc[i])) })
+	if err := record("a first-time, local cache on", p, err); err != nil {
+		return nil, err
+	}
+	p, err = m.sequential(ctx, m.s.N, func(i int) error { return replayed(call(cached.handle, lc[i])) })
+	if err := record("b replay, local cache hit (warm)", p, err); err != nil {
+		return nil, err
+	}
+	// Another environment's empty cache, on the same client as in the peers' driver.
+	cold, err := newCoreApp(cached.client, idem.WithLocalCache(m.s.N, time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	p, err = m.sequential(ctx, m.s.N, func(i int) error { return replayed(call(cold.handle, lc[i])) })
+	if err := record("b replay, local cache miss (cold)", p, err); err != nil {
+		return nil, err
+	}
+
+	// Throughput: one process with Conc requests in flight on one client.
+	busy, closeBusy, err := m.newCoreApp(ctx, m.s.Conc)
+	if err != nil {
+		return nil, err
+	}
+	defer closeBusy()
+	thr := ids("t", m.s.ThrN)
+	name := fmt.Sprintf("a first-time c=%d", m.s.Conc)
+	p, err = m.concurrent(ctx, m.s.ThrN, m.s.Conc, func(i int) error { return executed(call(busy.handle, thr[i])) })
+	if err := record(name, p, err); err != nil {
+		return nil, err
+	}
+	name = fmt.Sprintf("b replay c=%d", m.s.Conc)
+	p, err = m.concurrent(ctx, m.s.ThrN, m.s.Conc, func(i int) error { return replayed(call(busy.handle, thr[i])) })
+	if err := record(name, p, err); err != nil {
+		return nil, err
+	}
+
+	for _, work := range []time.Duration{0, 20 * time.Millisecond} {
+		name := fmt.Sprintf("c concurrent same key, work %dms", work.Milliseconds())
+		p, err := m.concurrency(ctx, work)
+		if err := record(name, p, err); err != nil {
+			return nil, err
+		}
+	}
+	return phases, nil
+}
+
+// hold runs the request that start returns, in another environment; its work closes started
+// and then waits for release, so its claim stays in progress. Meanwhile N calls of dup are
+// measured, each a duplicate of that request.
+func (m *measurer) hold(ctx context.Context, start func(release, started chan struct{}) func() error, dup func(i int) error) (Phase, error) {
+	release, started := make(chan struct{}), make(chan struct{})
+	first := start(release, started)
+	done := make(chan error, 1)
+	go func() { done <- first() }()
+	select {
+	case <-started:
+	case err := <-done:
+		return Phase{}, fmt.Errorf("the held request ended before its work started: %v", err)
+	case <-time.After(10 * time.Second):
+		close(release)
+		return Phase{}, errors.Join(errors.New("the held request never started its work"), <-done)
+	}
+	p, err := m.sequential(ctx, m.s.N, dup)
+	close(release)
+	if ferr := <-done; err == nil && ferr != nil {
+		err = fmt.Errorf("the held request: %w", ferr)
+	}
+	return p, err
+}
+
+// concurrency is the peers' concurrency test: Conc containers (each its own client and guard)
+// invoked at once with the same new key, Rounds times.
+func (m *measurer) concurrency(ctx context.Context, work time.Duration) (Phase, error) {
+	apps := make([]*coreApp, m.s.Conc)
+	for i := range apps {
+		app, closeApp, err := m.newCoreApp(ctx, 1)
+		if err != nil {
+			return Phase{}, err
+		}
+		defer closeApp()
+		app.work = work
+		apps[i] = app
+		if err := executed(call(app.handle, apiEvent(fmt.Sprintf("%s-cwarm-%d-%d", m.run, work.Milliseconds(), i)))); err != nil {
+			return Phase{}, err
+		}
+	}
+	before, err := m.srv.commandStats(ctx)
+	if err != nil {
+		return Phase{}, err
+	}
+	var p Phase
+	var mu sync.Mutex
+	var lat []time.Duration
+	p.PerKeyMin = m.s.Conc + 1
+	for r := range m.s.Rounds {
+		req := apiEvent(fmt.Sprintf("%s-conc-%d-%d", m.run, work.Milliseconds(), r))
+		var execBefore int64
+		for _, a := range apps {
+			execBefore += a.executions.Load()
+		}
+		var wg sync.WaitGroup
+		for _, a := range apps {
+			wg.Go(func() {
+				t := time.Now()
+				resp, err := call(a.handle, req)
+				d := time.Since(t)
+				mu.Lock()
+				defer mu.Unlock()
+				lat = append(lat, d)
+				switch {
+				case err != nil:
+					p.Other++
+				case resp.StatusCode == 409:
+					p.InProgress++
+				case resp.Headers["idempotent-replayed"] == "true":
+					p.Stored++
+				}
+			})
+		}
+		wg.Wait()
+		var execAfter int64
+		for _, a := range apps {
+			execAfter += a.executions.Load()
+		}
+		ran := int(execAfter - execBefore)
+		p.Ran += ran
+		p.PerKeyMin, p.PerKeyMax = min(p.PerKeyMin, ran), max(p.PerKeyMax, ran)
+	}
+	after, err := m.srv.commandStats(ctx)
+	if err != nil {
+		return Phase{}, err
+	}
+	l := latencies(lat)
+	p.N, p.P50, p.P90, p.P99, p.Max, p.Mean = l.N, l.P50, l.P90, l.P99, l.Max, l.Mean
+	p.Keys, p.PerKey, p.WorkMs = m.s.Rounds, m.s.Conc, int(work.Milliseconds())
+	p.perRequest(commandDelta(before, after), m.s.Conc*m.s.Rounds)
+	return p, nil
+}
+
+// handlerSecret signs the deliveries the webhook handler is measured with.
+const handlerSecret = "whsec_compare"
+
+// holdingSink forwards to a log sink, except that it waits for release before forwarding the
+// event named held.
+type holdingSink struct {
+	next             sink.Sink
+	mu               sync.Mutex
+	held             string
+	release, started chan struct{}
+}
+
+// Send forwards e to the next sink, first signalling started and waiting for release if e is
+// the held event.
+func (s *holdingSink) Send(ctx context.Context, e sink.Event) error {
+	s.mu.Lock()
+	held, release, started := s.held, s.release, s.started
+	s.mu.Unlock()
+	if e.ID == held {
+		close(started)
+		<-release
+	}
+	return s.next.Send(ctx, e)
+}
+
+// measureHandler measures the Stripe webhook function's handler in-process: signature check,
+// event parsing, the core, the log sink and the request's log line, per signed delivery.
+func (m *measurer) measureHandler(ctx context.Context, inFlight int) (map[string]Phase, error) {
+	phases := map[string]Phase{}
+	stripe, err := webhook.New("stripe", []string{handlerSecret}, 0)
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{
+		"WEBHOOK_PROVIDER": "stripe",
+		"WEBHOOK_SECRET":   handlerSecret,
+		"IDEM_KEY_PREFIX":  "cmp",
+	}
+	// The client the function would build from REDIS_URL, with the counting hook.
+	conn, err := m.openClient(ctx, inFlight)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	snk := &holdingSink{next: sink.NewLog(io.Discard)}
+	h, err := handler.New(ctx, func(k string) string { return env[k] },
+		handler.WithRedis(conn.Client), handler.WithSink(snk), handler.WithLogOutput(io.Discard))
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	deliveries := func(tag string, n int) []events.APIGatewayV2HTTPRequest {
+		reqs := make([]events.APIGatewayV2HTTPRequest, n)
+		for i := range reqs {
+			now := time.Now()
+			body, headers := stripe.Sample(fmt.Sprintf("evt_%s_%s_%d", m.run, tag, i), now)
+			maps.Copy(headers, stripe.Sign(handlerSecret, body, now))
+			reqs[i] = events.APIGatewayV2HTTPRequest{
+				Version: "2.0", RouteKey: "POST /webhooks/stripe", RawPath: "/webhooks/stripe", Headers: headers, Body: string(body),
+				RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/webhooks/stripe"}},
+			}
+		}
+		return reqs
+	}
+	record := func(name string, p Phase, err error) error {
+		if err != nil {
+			return fmt.Errorf("webhook handler: %s: %w", name, err)
+		}
+		phases[name] = p
+		return nil
+	}
+
+	warm := deliveries("warm", m.s.Warmup)
+	for _, check := range []func(events.APIGatewayV2HTTPResponse, error) error{executed, replayed} {
+		for _, req := range warm {
+			if err := check(call(h.Handle, req)); err != nil {
+				return nil, fmt.Errorf("webhook handler: warm-up: %w", err)
+			}
+		}
+	}
+	first := deliveries("a", m.s.N)
+	var firstBodies = make([]string, len(first))
+	p, err := m.sequential(ctx, m.s.N, func(i int) error {
+		resp, err := call(h.Handle, first[i])
+		firstBodies[i] = resp.Body
+		return want(resp, err, 200, false)
+	})
+	if err := record("a first-time (unique keys)", p, err); err != nil {
+		return nil, err
+	}
+	p, err = m.sequential(ctx, m.s.N, func(i int) error {
+		resp, err := call(h.Handle, first[i])
+		if err == nil && resp.Body != firstBodies[i] {
+			return fmt.Errorf("replay of %d differs from the first response", i)
+		}
+		return want(resp, err, 200, true)
+	})
+	if err := record("b replay, no local cache", p, err); err != nil {
+		return nil, err
+	}
+	held := deliveries("held", 1)[0]
+	p, err = m.hold(ctx, func(release, started chan struct{}) func() error {
+		snk.mu.Lock()
+		snk.held, snk.release, snk.started = stripeID(held), release, started
+		snk.mu.Unlock()
+		return func() error { return executed(call(h.Handle, held)) }
+	}, func(int) error { return conflict(call(h.Handle, held)) })
+	if err := record("i in-progress duplicate", p, err); err != nil {
+		return nil, err
+	}
+	thr := deliveries("t", m.s.ThrN)
+	name := fmt.Sprintf("a first-time c=%d", m.s.Conc)
+	p, err = m.concurrent(ctx, m.s.ThrN, m.s.Conc, func(i int) error { return executed(call(h.Handle, thr[i])) })
+	if err := record(name, p, err); err != nil {
+		return nil, err
+	}
+	name = fmt.Sprintf("b replay c=%d", m.s.Conc)
+	p, err = m.concurrent(ctx, m.s.ThrN, m.s.Conc, func(i int) error { return replayed(call(h.Handle, thr[i])) })
+	if err := record(name, p, err); err != nil {
+		return nil, err
+	}
+	return phases, nil
+}
+
+// stripeID returns the event id in a Stripe delivery's body.
+func stripeID(req events.APIGatewayV2HTTPRequest) string {
+	var ev struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal([]byte(req.Body), &ev)
+	return ev.ID
+}
+
+// floor measures single Redis commands through the same client: the round trip every path is
+// made of.
+func (m *measurer) floor(ctx context.Context) (map[string]Phase, error) {
+	conn, err := m.openClient(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	c := conn.Client
+	phases := map[string]Phase{}
+	for _, f := range []struct {
+		name string
+		do   func(i int) error
+	}{
+		{"PING", func(int) error { return c.Ping(ctx).Err() }},
+		{"SET NX EX (new key)", func(i int) error {
+			return c.SetNX(ctx, fmt.Sprintf("%s-floor-%d", m.run, i), "v", time.Hour).Err()
+		}},
+		{"GET", func(i int) error { return c.Get(ctx, fmt.Sprintf("%s-floor-%d", m.run, i)).Err() }},
+	} {
+		for i := range 500 {
+			_ = f.do(-1 - i)
+		}
+		p, err := m.sequential(ctx, m.s.N, f.do)
+		if err != nil {
+			return nil, fmt.Errorf("floor %s: %w", f.name, err)
+		}
+		phases[f.name] = p
+	}
+	return phases, nil
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// peer is one of the two implementations in the peers folder.
+type peer struct {
+	key, label string
+	dir        string // its folder inside the peers folder
+	results    string // the JSON its bench.mjs writes into results/
+}
+
+// peerList is what the peers folder holds, in the order its run.sh measures them.
+var peerList = []peer{
+	{key: "powertools", label: "Powertools TS 2.35 (in-process call)", dir: "powertools-ts", results: "powertools.json"},
+	{key: "express", label: "express 5 + ioredis (HTTP, loopback)", dir: "express-ioredis", results: "express.json"},
+}
+
+// copyPeers copies the peers folder (which may be read-only) into a new temporary directory
+// and installs each peer's locked dependencies with npm ci. It returns the copy's path.
+func copyPeers(ctx context.Context, src string, log io.Writer) (string, error) {
+	for _, bin := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return "", fmt.Errorf("%s not found (Node.js 20 or later with npm is needed to run the peers): %w", bin, err)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "idem-compare-peers-")
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(tmp, "peers")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		return "", fmt.Errorf("copy %s: %w", src, err)
+	}
+	res := filepath.Join(dst, "results")
+	if err := os.RemoveAll(res); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(res, 0o755); err != nil {
+		return "", err
+	}
+	for _, p := range peerList {
+		if _, err := os.Stat(filepath.Join(dst, p.dir, "node_modules")); err == nil {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = filepath.Join(dst, p.dir)
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("npm ci in %s: %w", p.dir, err)
+		}
+	}
+	return dst, nil
+}
+
+// peerEnv is the environment of the peers' scripts: the same knobs and Redis port as ours.
+func peerEnv(s settings, port int) []string {
+	return append(os.Environ(),
+		"N="+strconv.Itoa(s.N), "WARMUP="+strconv.Itoa(s.Warmup), "CONC="+strconv.Itoa(s.Conc),
+		"ROUNDS="+strconv.Itoa(s.Rounds), "THR_N="+strconv.Itoa(s.ThrN), "FLOOR_N="+strconv.Itoa(s.N),
+		"REDIS_PORT="+strconv.Itoa(port))
+}
+
+// runPeer runs the peer's bench.mjs against the server on port and reads the phases it wrote.
+func runPeer(ctx context.Context, dir string, p peer, s settings, port int, log io.Writer) (map[string]Phase, error) {
+	cmd := exec.CommandContext(ctx, "node", "bench.mjs")
+	cmd.Dir = filepath.Join(dir, p.dir)
+	cmd.Env = peerEnv(s, port)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s bench.mjs: %w", p.dir, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results", p.results))
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Phases map[string]Phase `json:"phases"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.results, err)
+	}
+	return out.Phases, nil
+}
+
+// floorResult is what a peer's floor.mjs prints on its last line: its client's name and the
+// sequential latency of single commands.
+type floorResult struct {
+	Client string
+	Phases map[string]Phase
+}
+
+// runFloor runs the peer's floor.mjs against the server on port.
+func runFloor(ctx context.Context, dir string, p peer, s settings, port int) (floorResult, error) {
+	cmd := exec.CommandContext(ctx, "node", "floor.mjs")
+	cmd.Dir = filepath.Join(dir, p.dir)
+	cmd.Env = peerEnv(s, port)
+	out, err := cmd.Output()
+	if err != nil {
+		return floorResult{}, fmt.Errorf("%s floor.mjs: %w", p.dir, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &raw); err != nil {
+		return floorResult{}, fmt.Errorf("%s floor.mjs output: %w", p.dir, err)
+	}
+	r := floorResult{Phases: map[string]Phase{}}
+	for k, v := range raw {
+		if k == "client" {
+			_ = json.Unmarshal(v, &r.Client)
+			continue
+		}
+		var ph Phase
+		if err := json.Unmarshal(v, &ph); err == nil {
+			r.Phases[k] = ph
+		}
+	}
+	return r, nil
+}
+
+// npmVersions returns `npm ls --depth=0` of the peer, one package per entry.
+func npmVersions(ctx context.Context, dir string, p peer) []string {
+	cmd := exec.CommandContext(ctx, "npm", "ls", "--depth=0")
+	cmd.Dir = filepath.Join(dir, p.dir)
+	out, _ := cmd.Output()
+	var pkgs []string
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 0 {
+			pkgs = append(pkgs, f[len(f)-1])
+		}
+	}
+	return pkgs
+}
+
+// command returns the first line of a command's output, or "unknown".
+func command(ctx context.Context, name string, args ...string) string {
+	out, err := exec.CommandContext(ctx, name, args...).Output()
+	if err != nil {
+		return "unknown"
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}
