@@ -67,17 +67,43 @@ func installRIE() (string, error) {
 	defer os.RemoveAll(gobin)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	built := filepath.Join(gobin, "aws-lambda-rie")
 	// go install pkg@version builds outside this module, from the module proxy.
-	cmd := goCommand(ctx, []string{"GOBIN=" + gobin, "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false"},
+	install := goCommand(ctx, []string{"GOBIN=" + gobin, "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false"},
 		"install", riePackage+"@"+RIEVersion)
-	cmd.Dir = gobin
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go install: %w\n%s", err, out)
+	install.Dir = gobin
+	if out, err := install.CombinedOutput(); err != nil {
+		// go install asks the proxy about the module even when it is cached; without a proxy,
+		// build it in its own module directory from the module cache instead.
+		if buildErr := buildRIEFromModuleCache(ctx, built); buildErr != nil {
+			return "", fmt.Errorf("go install: %w\n%s\nfrom the module cache: %w", err, out, buildErr)
+		}
 	}
-	if err := os.Rename(filepath.Join(gobin, "aws-lambda-rie"), bin); err != nil {
+	if err := os.Rename(built, bin); err != nil {
 		return "", err
 	}
 	return bin, nil
+}
+
+// buildRIEFromModuleCache builds the emulator to out from its module directory, downloaded
+// into (or found in) the module cache.
+func buildRIEFromModuleCache(ctx context.Context, out string) error {
+	download := goCommand(ctx, []string{"GOFLAGS=-buildvcs=false"}, "mod", "download", "-json", RIEModule+"@"+RIEVersion)
+	download.Dir = filepath.Dir(out)
+	js, err := download.Output()
+	if err != nil {
+		return fmt.Errorf("go mod download: %w\n%s", err, js)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(js, &mod); err != nil || mod.Dir == "" {
+		return fmt.Errorf("go mod download: no module directory (%s): %v", mod.Error, err)
+	}
+	build := goCommand(ctx, []string{"CGO_ENABLED=0", "GOFLAGS=-buildvcs=false"}, "build", "-o", out, "./cmd/aws-lambda-rie")
+	build.Dir = mod.Dir
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, b)
+	}
+	return nil
 }
 
 // freePort returns a loopback port that was free a moment ago.
