@@ -18,7 +18,8 @@
 // secret fails its init inside Lambda, and one that both functions cross-compile for arm64,
 // logging the bootstraps' sizes.
 //
-// The emulator is built from the Go module proxy by the tests themselves (go install, pinned
-// to RIEVersion) into the user cache directory, once. When it cannot be built or started, or
+// The emulator is built by the tests themselves, once, into the user cache directory: go
+// install of cmd/aws-lambda-rie pinned to RIEVersion, or, when the module proxy cannot be
+// reached, go build in the module's directory of the module cache. When it cannot be built or started, or
 // the shared Redis does not answer, the tests are skipped, or fail when CI is set.
 package rietest
