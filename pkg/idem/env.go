@@ -2,6 +2,7 @@ package idem
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -16,7 +17,9 @@ func (e *SettingError) Error() string { return e.Var + ": " + e.Reason }
 // OptionsFromEnv reads the core's settings (SPEC section 2) through getenv:
 // IDEM_KEY_PREFIX (default "idem"), IDEM_RESULT_TTL (Go duration, default resultTTL, the
 // calling function's own default) and IDEM_LOCK_TTL (Go duration, default derived from the
-// invocation deadline). A malformed value is a *SettingError naming the variable.
+// invocation deadline) and IDEM_FAIL_OPEN (true: run the work unguarded when Redis is
+// unreachable; default false, fail closed). A malformed value is a *SettingError naming the
+// variable.
 func OptionsFromEnv(getenv func(string) string, resultTTL time.Duration) ([]Option, error) {
 	if resultTTL <= 0 {
 		return nil, fmt.Errorf("idem: default result TTL %s is not positive", resultTTL)
@@ -41,6 +44,13 @@ func OptionsFromEnv(getenv func(string) string, resultTTL time.Duration) ([]Opti
 			return nil, &SettingError{Var: v.name, Reason: fmt.Sprintf("%q is not a Go duration of at least 1s, such as 24h or 90s", s)}
 		}
 		opts = append(opts, v.opt(d))
+	}
+	if s := getenv("IDEM_FAIL_OPEN"); s != "" {
+		open, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, &SettingError{Var: "IDEM_FAIL_OPEN", Reason: fmt.Sprintf("%q is not true or false", s)}
+		}
+		opts = append(opts, WithFailOpen(open))
 	}
 	return opts, nil
 }

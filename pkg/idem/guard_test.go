@@ -380,7 +380,7 @@ func TestCorruptRecordFailsClosed(t *testing.T) {
 
 func TestOptionsFromEnv(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	opts, err := OptionsFromEnv(env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s"}), time.Hour)
+	opts, err := OptionsFromEnv(env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s", "IDEM_FAIL_OPEN": "true"}), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,13 +388,14 @@ func TestOptionsFromEnv(t *testing.T) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.prefix != "p" || o.resultTTL != 96*time.Hour || o.lockTTL != 45*time.Second {
+	if o.prefix != "p" || o.resultTTL != 96*time.Hour || o.lockTTL != 45*time.Second || !o.failOpen {
 		t.Fatalf("%+v", o)
 	}
 	for name, bad := range map[string]map[string]string{
 		"IDEM_RESULT_TTL": {"IDEM_RESULT_TTL": "forever"},
 		"IDEM_LOCK_TTL":   {"IDEM_LOCK_TTL": "-1s"},
 		"IDEM_KEY_PREFIX": {"IDEM_KEY_PREFIX": "a{b}"},
+		"IDEM_FAIL_OPEN":  {"IDEM_FAIL_OPEN": "sometimes"},
 	} {
 		var se *SettingError
 		if _, err := OptionsFromEnv(env(bad), time.Hour); !errors.As(err, &se) || se.Var != name {
