@@ -8,7 +8,7 @@
 //	TestRedisRestartDuringDuplicateStream          Redis stopped and restarted, with and without persistence
 //	TestKilledEnvironmentClaimExpiresThenRetryExecutesOnce  an environment dies mid-work
 //	TestSlowRedisDeadlinesHold                     latency, dropped connections and a blackhole
-//	TestClusterMasterKilledUnderLoad               a Redis Cluster master killed while load runs
+//	TestClusterMasterKilledUnderLoad               a Redis Cluster master killed while load runs (Unix)
 //	TestMemoryPressureEviction                     maxmemory with allkeys-lru, volatile-lru, volatile-ttl and noeviction
 //
 // Each test asserts the properties the design promises under its fault (no work without a
