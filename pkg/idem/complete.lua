@@ -1,3 +1,7 @@
+#!lua flags=allow-oom
+-- allow-oom: under maxmemory-policy noeviction a full Redis refuses new claims (the caller gets a
+-- 503), but must still accept the result of work that already ran; refusing it would leave the
+-- claim to expire and the work to run again on the next retry.
 -- Store a result in place of our in-progress claim, only while the claim is still ours.
 -- KEYS[1]  the record
 -- ARGV[1]  owner prefix: version byte, kind 'P', 16-byte token (18 bytes)

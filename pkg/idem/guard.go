@@ -22,9 +22,10 @@ type Client interface {
 // Guard runs work at most once per key. Build one per execution environment, at init, and
 // share it: it is safe for concurrent use and holds no connection of its own.
 type Guard struct {
-	client Client
-	opts   options
-	cache  *lru.Cache[string, cachedResult]
+	client  Client
+	scripts *scriptRunner
+	opts    options
+	cache   *lru.Cache[string, cachedResult]
 }
 
 type cachedResult struct {
@@ -49,7 +50,7 @@ func New(client Client, opts ...Option) (*Guard, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	g := &Guard{client: client, opts: o}
+	g := &Guard{client: client, scripts: &scriptRunner{client: client}, opts: o}
 	if o.cacheSize > 0 && o.cacheTTL > 0 {
 		c, err := lru.New[string, cachedResult](o.cacheSize)
 		if err != nil {
@@ -94,6 +95,17 @@ func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Out
 	switch {
 	case errors.Is(err, redis.Nil):
 		// Claimed: the key was free.
+	case err != nil && redis.HasErrorPrefix(err, "OOM"):
+		// A full Redis (noeviction) refuses every SET, even one that would change nothing:
+		// read the record so replays and in-progress answers still work; a new key stays refused.
+		out.RoundTrips++
+		if stored, gerr := g.client.Do(ctx, "get", rk).Text(); gerr == nil {
+			if rec, derr := decodeRecord([]byte(stored)); derr == nil {
+				return g.observe(out, rk, fp, rec, now)
+			}
+		}
+		out.Kind = Unavailable
+		return out, &StoreError{Op: "claim", Err: err}
 	case err != nil:
 		if g.opts.failOpen {
 			return g.runUnguarded(ctx, now, work)
@@ -125,7 +137,7 @@ func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Out
 	if werr != nil {
 		out.Kind = Failed
 		we := asWorkError(werr)
-		n, rt, err := runScript(sctx, g.client, releaseScript, []string{rk}, owner)
+		n, rt, err := g.scripts.run(sctx, releaseScript, []string{rk}, owner)
 		out.RoundTrips += rt
 		switch {
 		case err != nil:
@@ -137,7 +149,7 @@ func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Out
 	}
 
 	out.Result = res
-	n, rt, err := runScript(sctx, g.client, completeScript, []string{rk}, owner, enc, g.opts.resultTTL.Milliseconds())
+	n, rt, err := g.scripts.run(sctx, completeScript, []string{rk}, owner, enc, g.opts.resultTTL.Milliseconds())
 	out.RoundTrips += rt
 	switch {
 	case err != nil:

@@ -93,19 +93,65 @@ func TestRoundTripBudget(t *testing.T) {
 	}
 }
 
-func TestScriptsAreReloadedAfterScriptFlush(t *testing.T) {
+func TestScriptsAreSentOnlyWhenTheServerLacksThem(t *testing.T) {
+	srv := testsupport.StartRedis(t)
 	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	for _, tc := range []struct {
+		name  string
+		addr  string
+		first int // claim + EVALSHA (NOSCRIPT) + EVAL, and on miniredis the plain script as well
+	}{
+		{"redis-server", srv.Addr(), 3},
+		{"miniredis, no shebang flags", mr.Addr(), 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := redis.NewClient(&redis.Options{Addr: tc.addr})
+			defer c.Close()
+			g, _ := New(c)
+			ctx := context.Background()
+			out, err := g.Do(ctx, Key{Scope: "s", ID: "1"}, Fingerprint{}, okWork("x"))
+			if err != nil || out.Kind != Executed || out.RoundTrips != tc.first {
+				t.Fatalf("unknown script: %v %v, %d round trips; want %d", out.Kind, err, out.RoundTrips, tc.first)
+			}
+			out, _ = g.Do(ctx, Key{Scope: "s", ID: "2"}, Fingerprint{}, okWork("x"))
+			if out.RoundTrips != 2 {
+				t.Fatalf("known script: %d round trips, want 2", out.RoundTrips)
+			}
+			c.ScriptFlush(ctx)
+			if out, _ = g.Do(ctx, Key{Scope: "s", ID: "3"}, Fingerprint{}, okWork("x")); out.Kind != Executed || out.RoundTrips != 3 {
+				t.Fatalf("after SCRIPT FLUSH: %v, %d round trips, want 3", out.Kind, out.RoundTrips)
+			}
+		})
+	}
+}
+
+// Under noeviction a full Redis refuses new claims but still takes the result of work that ran.
+func TestFullRedisRefusesClaimsButStoresResultsOfWorkThatRan(t *testing.T) {
+	srv := testsupport.StartRedis(t, "--maxmemory-policy", "noeviction")
+	c := srv.NewClient()
 	defer c.Close()
 	g, _ := New(c)
 	ctx := context.Background()
-	out, err := g.Do(ctx, Key{Scope: "s", ID: "1"}, Fingerprint{}, okWork("x"))
-	if err != nil || out.Kind != Executed || out.RoundTrips != 3 {
-		t.Fatalf("unknown script: %v %v, %d round trips; want EVALSHA then EVAL (3)", out.Kind, err, out.RoundTrips)
+	out, err := g.Do(ctx, Key{Scope: "oom", ID: "claimed-before"}, Fingerprint{}, func(context.Context) (Result, error) {
+		// The memory fills up while the work runs (here: the limit drops below what is used).
+		if err := c.ConfigSet(ctx, "maxmemory", "100kb").Err(); err != nil {
+			return Result{}, err
+		}
+		if err := c.Set(ctx, "other-writer", "x", 0).Err(); err == nil {
+			return Result{}, errors.New("redis is not full: the test would prove nothing")
+		}
+		return Result{Status: 200, Body: []byte("done")}, nil
+	})
+	if err != nil || out.Kind != Executed {
+		t.Fatalf("completion on a full Redis: %v, %v; want Executed and stored", out.Kind, err)
 	}
-	out, _ = g.Do(ctx, Key{Scope: "s", ID: "2"}, Fingerprint{}, okWork("x"))
-	if out.RoundTrips != 2 {
-		t.Fatalf("known script: %d round trips, want 2", out.RoundTrips)
+	if out, _ := g.Do(ctx, Key{Scope: "oom", ID: "claimed-before"}, Fingerprint{}, okWork("again")); out.Kind != Replayed {
+		t.Fatalf("retry: %v, want Replayed", out.Kind)
+	}
+	ran := false
+	out, err = g.Do(ctx, Key{Scope: "oom", ID: "new"}, Fingerprint{}, func(context.Context) (Result, error) { ran = true; return Result{}, nil })
+	if out.Kind != Unavailable || !errors.Is(err, ErrUnavailable) || ran {
+		t.Fatalf("new claim on a full Redis: %v, %v, ran=%v; want Unavailable and nothing run", out.Kind, err, ran)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -14,9 +16,23 @@ var (
 	//go:embed release.lua
 	releaseSource string
 
-	completeScript = redis.NewScript(completeSource)
-	releaseScript  = redis.NewScript(releaseSource)
+	completeScript = newScript(completeSource)
+	releaseScript  = newScript(releaseSource)
 )
+
+// script is a Lua script as written, with its shebang flags (Redis 7, Valkey), and the same
+// body without them for servers that cannot compile a shebang (the embedded miniredis).
+type script struct {
+	flagged, plain *redis.Script
+}
+
+func newScript(src string) script {
+	plain := src
+	if strings.HasPrefix(src, "#!") {
+		_, plain, _ = strings.Cut(src, "\n")
+	}
+	return script{flagged: redis.NewScript(src), plain: redis.NewScript(plain)}
+}
 
 // Replies of the scripts.
 const (
@@ -27,10 +43,30 @@ const (
 	scriptResultKept  = -2
 )
 
-// runScript calls a script by SHA and sends its source only when the server does not know it
-// yet (NOSCRIPT: a new server, a failover or SCRIPT FLUSH). It returns the script's reply and
-// the number of round trips it took.
-func runScript(ctx context.Context, c Client, s *redis.Script, keys []string, args ...any) (int64, int, error) {
+// scriptRunner calls scripts by SHA and remembers whether the server understands shebang flags.
+type scriptRunner struct {
+	client Client
+	plain  atomic.Bool
+}
+
+// run calls a script by SHA and sends its source only when the server does not know it yet
+// (NOSCRIPT: a new server, a failover or SCRIPT FLUSH). A server that cannot compile the shebang
+// line gets the plain body from then on. It returns the script's reply and the number of round
+// trips it took.
+func (r *scriptRunner) run(ctx context.Context, s script, keys []string, args ...any) (int64, int, error) {
+	if s.flagged == s.plain || r.plain.Load() {
+		return evalBySHA(ctx, r.client, s.plain, keys, args...)
+	}
+	n, trips, err := evalBySHA(ctx, r.client, s.flagged, keys, args...)
+	if err == nil || !redis.HasErrorPrefix(err, "Error compiling script") {
+		return n, trips, err
+	}
+	r.plain.Store(true)
+	n, more, err := evalBySHA(ctx, r.client, s.plain, keys, args...)
+	return n, trips + more, err
+}
+
+func evalBySHA(ctx context.Context, c Client, s *redis.Script, keys []string, args ...any) (int64, int, error) {
 	n, err := s.EvalSha(ctx, c, keys, args...).Int64()
 	if err == nil || !isNoScript(err) {
 		return n, 1, err
