@@ -405,7 +405,7 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	}
 	t.Logf("killed master %s under load, its replica cut off for the last %s before (writes it never got); cluster ready again (every slot on a running master) %s after the kill",
 		killed, replicaLag, readyAt.Sub(killedAt).Round(time.Millisecond))
-	t.Logf("failover window seen by clients: errors from %s to %s after the kill (%d webhook and %d payment answers 5xx); the clients reload the cluster layout unprompted every %s",
+	t.Logf("failover window seen by clients: errors from %s to %s after the kill (%d webhook and %d payment answers 5xx); besides reloading on errors without a reply, the clients reload the cluster layout every %s",
 		firstErr.Sub(killedAt).Round(time.Millisecond), window.Round(time.Millisecond), hookErrs, payErrs, reloadEvery)
 	t.Logf("webhooks: %d events x %d copies: %s; events executed twice: %d of %d (%d with a result not stored, %d because the failover lost the record)",
 		numEvents.Load(), copies, formatCounts(tally(attempts)), twice, len(perEvent), twiceNotStored, twice-twiceNotStored)

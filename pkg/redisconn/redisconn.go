@@ -243,7 +243,9 @@ func Open(ctx context.Context, s Settings, opts ...Option) (*Conn, error) {
 			setDefault(&cluster.ConnMaxLifetime, IAMConnMaxLifetime)
 		}
 		c.addr = cluster.Addrs[0]
-		c.Client = redis.NewClusterClient(cluster)
+		cc := redis.NewClusterClient(cluster)
+		cc.AddHook(reloadOnNetworkError{cluster: cc})
+		c.Client = cc
 		return c, nil
 	}
 	o.apply(single, s)
