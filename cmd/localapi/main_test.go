@@ -7,34 +7,19 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/idemlambda/idem/cmd/events/samples"
 	"github.com/idemlambda/idem/cmd/localapi/devapi"
 	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 const templatePath = "../../template.yaml"
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer collects the server's output from its goroutines.
+type syncBuffer = testsupport.Buffer
 
 // startServer runs the command's server on a free port, with the embedded Redis, and returns
 // its base URL and the banner it printed.

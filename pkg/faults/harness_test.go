@@ -2,7 +2,6 @@ package faults
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/idemlambda/idem/functions/webhook/handler"
 	"github.com/idemlambda/idem/pkg/sink"
+	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -208,22 +208,7 @@ func (s envSink) Send(ctx context.Context, e sink.Event) error {
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testsupport.Buffer
 
 // fleet is a set of execution environments of the Stripe webhook function. Each has its own
 // handler, built by handler.New from environment variables as at Lambda init, and so its own

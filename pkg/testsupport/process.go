@@ -14,7 +14,7 @@ import (
 // process is one running child process whose output is kept for diagnostics.
 type process struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *Buffer
 	done chan struct{} // closed when the process has exited and been reaped
 	err  error         // result of cmd.Wait, valid once done is closed
 }
@@ -23,7 +23,7 @@ type process struct {
 // so an aborted test run does not leave servers behind.
 func startProcess(name string, args ...string) (*process, error) {
 	cmd := exec.Command(name, args...)
-	out := &syncBuffer{}
+	out := &Buffer{}
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = childSysProcAttr()
@@ -98,24 +98,32 @@ func (p *process) output() string {
 	return string(bytes.TrimSpace(b))
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
+// Buffer is a bytes.Buffer safe for concurrent writers and readers: for the output of a
+// process or the log lines of handlers serving requests in parallel.
+type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
 // Write appends p to the buffer.
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
 // Bytes returns a copy of the buffered bytes.
-func (b *syncBuffer) Bytes() []byte {
+func (b *Buffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
+}
+
+// String returns the buffered bytes as a string.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // mkdir creates dir and its parents.

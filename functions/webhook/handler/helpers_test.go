@@ -306,22 +306,7 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 }
 
 // logBuffer collects log lines from concurrent requests.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer struct{ testsupport.Buffer }
 
 // lines returns every log line, decoded; msg filters them when not empty.
 func (b *logBuffer) lines(t testing.TB, msg string) []map[string]any {
