@@ -157,3 +157,23 @@ func BenchmarkFloorGet(b *testing.B) {
 		}
 	})
 }
+
+// minimalCAS is the least a Lua completion can do: compare the owner, then write.
+var minimalCAS = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end return 0`)
+
+// BenchmarkFloorClaimAndScript is the hand-written minimum of a first execution: a bare SET NX
+// PX and a minimal Lua compare-and-set, with the same client and no idempotency logic.
+func BenchmarkFloorClaimAndScript(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	minimalCAS.Load(ctx, c.Client)
+	measure(b, c, func(i int) {
+		key := "floor:cas:" + strconv.Itoa(i)
+		if err := c.SetNX(ctx, key, "owner", time.Minute).Err(); err != nil {
+			b.Fatal(err)
+		}
+		if err := minimalCAS.EvalSha(ctx, c.Client, []string{key}, "owner", benchResult.Body, 86400000).Err(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

@@ -131,8 +131,7 @@ func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Out
 	if werr == nil {
 		enc, werr = encodeCompleted(tok, fp, g.opts.now().Add(g.opts.resultTTL), res, g.opts.maxResultSize)
 	}
-	sctx, scancel := g.storeContext(ctx)
-	defer scancel()
+	sctx := storeContext(ctx)
 	owner := ownerPrefix(tok)
 	if werr != nil {
 		out.Kind = Failed
@@ -202,15 +201,13 @@ func (g *Guard) deadlines(ctx context.Context, now time.Time) (time.Duration, ti
 	return lockTTL, workDeadline
 }
 
-// storeContext bounds the final complete or release call: it must run even when the caller's
-// context is cancelled (the claim would otherwise linger until its TTL), but not past the
-// invocation's deadline or the safety margin.
-func (g *Guard) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	deadline := g.opts.now().Add(max(g.opts.safetyMargin, 50*time.Millisecond))
-	if d, ok := ctx.Deadline(); ok {
-		deadline = minTime(deadline, d)
-	}
-	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+// storeContext is the context of the final complete or release call: it must run even when the
+// caller's context is cancelled or its work deadline passed (the claim would otherwise linger
+// until its TTL). It carries no deadline of its own: the client's dial and read timeouts bound
+// the call (redisconn's are 1s and 500ms, within the safety margin Lambda leaves after the work's
+// deadline), and creating a timer per call would cost more than the call's own client overhead.
+func storeContext(ctx context.Context) context.Context {
+	return context.WithoutCancel(ctx)
 }
 
 func (g *Guard) runUnguarded(ctx context.Context, now time.Time, work Work) (Outcome, error) {
