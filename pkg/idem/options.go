@@ -60,8 +60,8 @@ func WithLockTTL(d time.Duration) Option { return func(o *options) { o.lockTTL =
 func WithLockMargin(d time.Duration) Option { return func(o *options) { o.lockMargin = d } }
 
 // WithSafetyMargin sets how long before the claim's expiry and before the invocation deadline
-// the work's context ends, leaving time to store the result or release the claim. It also
-// bounds that final store call. Default 500ms.
+// the work's context ends, leaving time to store the result or release the claim (that final
+// call is bounded by the client's own timeouts). Default 500ms.
 func WithSafetyMargin(d time.Duration) Option { return func(o *options) { o.safetyMargin = d } }
 
 // WithMaxResultSize sets the largest encoded result stored, in bytes; a larger result fails
