@@ -1,5 +1,6 @@
 # Every target sets itself up: Go modules come from the module proxy, Go tools run pinned with
-# `go run`, and the test targets start the Redis they need (.ci/ensure-redis).
+# `go run`, and the test targets start the Redis they need (.ci/ensure-redis) and build the
+# valkey-server 8.1 some tests run (.ci/ensure-valkey, once, into .tools/).
 SHELL := /bin/bash
 GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -35,10 +36,12 @@ events: deps
 
 test: deps
 	bash .ci/ensure-redis
+	bash .ci/ensure-valkey >/dev/null
 	$(GO) test $(TEST_FLAGS) ./...
 
 test-faults: deps
 	bash .ci/ensure-redis
+	bash .ci/ensure-valkey >/dev/null
 	$(GO) test $(TEST_FLAGS) -count=1 -v ./pkg/faults/...
 
 test-rie: deps

@@ -22,10 +22,11 @@ type Client interface {
 // Guard runs work at most once per key. Build one per execution environment, at init, and
 // share it: it is safe for concurrent use and holds no connection of its own.
 type Guard struct {
-	client  Client
-	scripts *scriptRunner
-	opts    options
-	cache   *lru.Cache[string, cachedResult]
+	client    Client
+	scripts   *scriptRunner
+	completer *completer
+	opts      options
+	cache     *lru.Cache[string, cachedResult]
 }
 
 type cachedResult struct {
@@ -50,7 +51,8 @@ func New(client Client, opts ...Option) (*Guard, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	g := &Guard{client: client, scripts: &scriptRunner{client: client}, opts: o}
+	scripts := &scriptRunner{client: client}
+	g := &Guard{client: client, scripts: scripts, completer: &completer{client: client, scripts: scripts}, opts: o}
 	if o.cacheSize > 0 && o.cacheTTL > 0 {
 		c, err := lru.New[string, cachedResult](o.cacheSize)
 		if err != nil {
@@ -132,11 +134,10 @@ func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Out
 		enc, werr = encodeCompleted(tok, fp, g.opts.now().Add(g.opts.resultTTL), res, g.opts.maxResultSize)
 	}
 	sctx := storeContext(ctx)
-	owner := ownerPrefix(tok)
 	if werr != nil {
 		out.Kind = Failed
 		we := asWorkError(werr)
-		n, rt, err := g.scripts.run(sctx, releaseScript, []string{rk}, owner)
+		n, rt, err := g.scripts.run(sctx, releaseScript, []string{rk}, claim[:ownerPrefixSize])
 		out.RoundTrips += rt
 		switch {
 		case err != nil:
@@ -148,7 +149,7 @@ func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Out
 	}
 
 	out.Result = res
-	n, rt, err := g.scripts.run(sctx, completeScript, []string{rk}, owner, enc, g.opts.resultTTL.Milliseconds())
+	n, rt, err := g.completer.complete(sctx, rk, claim, enc, g.opts.resultTTL.Milliseconds())
 	out.RoundTrips += rt
 	switch {
 	case err != nil:
@@ -278,13 +279,6 @@ func asWorkError(err error) *WorkError {
 		return we
 	}
 	return &WorkError{Err: err}
-}
-
-func ownerPrefix(tok token) string {
-	var b [ownerPrefixSize]byte
-	b[0], b[1] = recordVersion, kindInProgress
-	copy(b[2:], tok[:])
-	return string(b[:])
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,62 +49,158 @@ func (l *commandLog) take() []string {
 }
 
 func TestRoundTripBudget(t *testing.T) {
-	testsupport.SharedRedis(t)
-	c := redis.NewClient(&redis.Options{Addr: testsupport.SharedRedisAddr()})
-	t.Cleanup(func() { c.Close() })
-	log := &commandLog{}
-	c.AddHook(log)
-	g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)+"idem"))
+	for _, srv := range []struct {
+		name string
+		addr func(t *testing.T) string
+		// complete is what a first execution sends to store its result.
+		complete string
+	}{
+		{"redis 7 (script)", func(t *testing.T) string { testsupport.SharedRedis(t); return testsupport.SharedRedisAddr() }, "evalsha"},
+		{"valkey 8.1 (conditional SET)", func(t *testing.T) string { return testsupport.StartValkey(t).Addr() }, "set"},
+	} {
+		t.Run(srv.name, func(t *testing.T) {
+			c := redis.NewClient(&redis.Options{Addr: srv.addr(t)})
+			t.Cleanup(func() { c.Close() })
+			log := &commandLog{}
+			c.AddHook(log)
+			g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)+"idem"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			fp := FingerprintOf([]byte("body"))
+			// Load both scripts into the server's cache and learn whether it has a conditional SET,
+			// as the first calls of an environment do.
+			g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
+			g.Do(ctx, Key{Scope: "warm", ID: "fail"}, fp, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
+			log.take()
+
+			hold, claimed := make(chan struct{}), make(chan struct{})
+			go g.Do(ctx, Key{Scope: "budget", ID: "held"}, fp, func(context.Context) (Result, error) {
+				close(claimed)
+				<-hold
+				return Result{Status: 200}, nil
+			})
+			<-claimed
+			log.take()
+			defer close(hold)
+
+			for _, tc := range []struct {
+				name string
+				key  string
+				work Work
+				kind Kind
+				want []string
+			}{
+				{"first execution", "new", okWork("x"), Executed, []string{"set", srv.complete}},
+				{"replay", "new", okWork("x"), Replayed, []string{"set"}},
+				{"in-progress duplicate", "held", okWork("x"), InProgress, []string{"set"}},
+				{"failure release", "failing", func(context.Context) (Result, error) { return Result{}, errors.New("x") }, Failed, []string{"set", "evalsha"}},
+			} {
+				out, _ := g.Do(ctx, Key{Scope: "budget", ID: tc.key}, fp, tc.work)
+				got := log.take()
+				if out.Kind != tc.kind || strings.Join(got, " ") != strings.Join(tc.want, " ") || out.RoundTrips != len(tc.want) {
+					t.Errorf("%s: %v sent %v (RoundTrips %d), want %v %v", tc.name, out.Kind, got, out.RoundTrips, tc.kind, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// The commands a server counts per request (INFO commandstats, which also counts the commands a
+// script calls), on private servers so that nothing else is counted.
+func TestServerCountedCommandsPerRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func(t testing.TB, args ...string) *testsupport.RedisServer
+		first map[string]int64
+	}{
+		{"redis 7", testsupport.StartRedis, map[string]int64{"set": 2, "evalsha": 1, "get": 1}},
+		{"valkey 8.1", testsupport.StartValkey, map[string]int64{"set": 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.start(t).NewClient()
+			g, _ := New(c)
+			ctx := context.Background()
+			fp := FingerprintOf([]byte("body"))
+			g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
+			g.Do(ctx, Key{Scope: "warm", ID: "fail"}, fp, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
+			hold, claimed := make(chan struct{}), make(chan struct{})
+			go g.Do(ctx, Key{Scope: "count", ID: "held"}, fp, func(context.Context) (Result, error) {
+				close(claimed)
+				<-hold
+				return Result{Status: 200}, nil
+			})
+			<-claimed
+			defer close(hold)
+			for _, step := range []struct {
+				name string
+				key  string
+				work Work
+				want map[string]int64
+			}{
+				{"first execution", "new", okWork("x"), tc.first},
+				{"replay", "new", okWork("x"), map[string]int64{"set": 1}},
+				{"in-progress duplicate", "held", okWork("x"), map[string]int64{"set": 1}},
+				{"failure release", "failing", func(context.Context) (Result, error) { return Result{}, errors.New("x") }, map[string]int64{"set": 1, "evalsha": 1, "get": 1, "del": 1}},
+			} {
+				before := commandStats(t, c)
+				g.Do(ctx, Key{Scope: "count", ID: step.key}, fp, step.work)
+				got := commandStats(t, c)
+				for name, n := range before {
+					got[name] -= n
+					if got[name] == 0 {
+						delete(got, name)
+					}
+				}
+				delete(got, "info")
+				if fmt.Sprint(got) != fmt.Sprint(step.want) {
+					t.Errorf("%s: the server counted %v, want %v", step.name, got, step.want)
+				}
+			}
+		})
+	}
+}
+
+// commandStats returns calls per command from INFO commandstats.
+func commandStats(t *testing.T, c *redis.Client) map[string]int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	fp := FingerprintOf([]byte("body"))
-	// Load both scripts into the server's cache once, as the first calls of an environment do.
-	g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
-	g.Do(ctx, Key{Scope: "warm", ID: "fail"}, fp, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
-	log.take()
-
-	hold, claimed := make(chan struct{}), make(chan struct{})
-	go g.Do(ctx, Key{Scope: "budget", ID: "held"}, fp, func(context.Context) (Result, error) {
-		close(claimed)
-		<-hold
-		return Result{Status: 200}, nil
-	})
-	<-claimed
-	log.take()
-	defer close(hold)
-
-	for _, tc := range []struct {
-		name string
-		key  string
-		work Work
-		kind Kind
-		want []string
-	}{
-		{"first execution", "new", okWork("x"), Executed, []string{"set", "evalsha"}},
-		{"replay", "new", okWork("x"), Replayed, []string{"set"}},
-		{"in-progress duplicate", "held", okWork("x"), InProgress, []string{"set"}},
-		{"failure release", "failing", func(context.Context) (Result, error) { return Result{}, errors.New("x") }, Failed, []string{"set", "evalsha"}},
-	} {
-		out, _ := g.Do(ctx, Key{Scope: "budget", ID: tc.key}, fp, tc.work)
-		got := log.take()
-		if out.Kind != tc.kind || strings.Join(got, " ") != strings.Join(tc.want, " ") || out.RoundTrips != len(tc.want) {
-			t.Errorf("%s: %v sent %v (RoundTrips %d), want %v %v", tc.name, out.Kind, got, out.RoundTrips, tc.kind, tc.want)
+	stats := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok {
+			continue
 		}
+		calls, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			t.Fatalf("INFO commandstats line %q: %v", line, err)
+		}
+		stats[strings.TrimPrefix(name, "cmdstat_")] = n
 	}
+	return stats
 }
 
 func TestScriptsAreSentOnlyWhenTheServerLacksThem(t *testing.T) {
 	srv := testsupport.StartRedis(t)
 	mr := miniredis.RunT(t)
 	for _, tc := range []struct {
-		name  string
-		addr  string
-		first int // claim + EVALSHA (NOSCRIPT) + EVAL, and on miniredis the plain script as well
+		name string
+		addr string
+		// Round trips of the first call: the claim, a conditional SET the server may reject as a
+		// syntax error (once per guard), then EVALSHA (NOSCRIPT) and EVAL, and on miniredis the
+		// plain script as well.
+		first int
+		// Round trips of the first call after SCRIPT FLUSH.
+		flushed int
 	}{
-		{"redis-server", srv.Addr(), 3},
-		{"miniredis, no shebang flags", mr.Addr(), 5},
+		{"redis-server 7", srv.Addr(), 4, 3},
+		{"miniredis, no shebang flags", mr.Addr(), 6, 3},
+		{"valkey-server 8.1, no script needed", testsupport.StartValkey(t).Addr(), 2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: tc.addr})
@@ -118,16 +216,25 @@ func TestScriptsAreSentOnlyWhenTheServerLacksThem(t *testing.T) {
 				t.Fatalf("known script: %d round trips, want 2", out.RoundTrips)
 			}
 			c.ScriptFlush(ctx)
-			if out, _ = g.Do(ctx, Key{Scope: "s", ID: "3"}, Fingerprint{}, okWork("x")); out.Kind != Executed || out.RoundTrips != 3 {
-				t.Fatalf("after SCRIPT FLUSH: %v, %d round trips, want 3", out.Kind, out.RoundTrips)
+			if out, _ = g.Do(ctx, Key{Scope: "s", ID: "3"}, Fingerprint{}, okWork("x")); out.Kind != Executed || out.RoundTrips != tc.flushed {
+				t.Fatalf("after SCRIPT FLUSH: %v, %d round trips, want %d", out.Kind, out.RoundTrips, tc.flushed)
 			}
 		})
 	}
 }
 
 // Under noeviction a full Redis refuses new claims but still takes the result of work that ran.
+// On Valkey 8.1 the conditional SET is refused too, and the allow-oom script stores the result.
 func TestFullRedisRefusesClaimsButStoresResultsOfWorkThatRan(t *testing.T) {
-	srv := testsupport.StartRedis(t, "--maxmemory-policy", "noeviction")
+	t.Run("redis 7", func(t *testing.T) {
+		testFullServer(t, testsupport.StartRedis(t, "--maxmemory-policy", "noeviction"))
+	})
+	t.Run("valkey 8.1", func(t *testing.T) {
+		testFullServer(t, testsupport.StartValkey(t, "--maxmemory-policy", "noeviction"))
+	})
+}
+
+func testFullServer(t *testing.T, srv *testsupport.RedisServer) {
 	c := srv.NewClient()
 	defer c.Close()
 	g, _ := New(c)
@@ -155,9 +262,10 @@ func TestFullRedisRefusesClaimsButStoresResultsOfWorkThatRan(t *testing.T) {
 	}
 }
 
-// dropFirstClaimReply forwards to target, but swallows the reply to the first claim: the server
-// applied the SET, the client sees its connection die and retries the same command.
-func dropFirstClaimReply(t *testing.T, target string) (addr string, dropped *atomic.Bool) {
+// dropFirstReply forwards to target, but swallows the reply to the first command whose bytes
+// contain marker: the server applied it, the client sees its connection die and retries the
+// same command.
+func dropFirstReply(t *testing.T, target string, marker []byte) (addr string, dropped *atomic.Bool) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +289,7 @@ func dropFirstClaimReply(t *testing.T, target string) (addr string, dropped *ato
 				for {
 					n, err := client.Read(buf)
 					if n > 0 {
-						if bytes.Contains(buf[:n], []byte("$3\r\nset\r\n")) && dropped.CompareAndSwap(false, true) {
+						if bytes.Contains(buf[:n], marker) && dropped.CompareAndSwap(false, true) {
 							dropNext.Store(true)
 						}
 						server.Write(buf[:n])
@@ -217,7 +325,7 @@ func dropFirstClaimReply(t *testing.T, target string) (addr string, dropped *ato
 
 func TestClaimRetriedAfterLostReplyRecognisesItsOwnToken(t *testing.T) {
 	testsupport.SharedRedis(t)
-	addr, dropped := dropFirstClaimReply(t, testsupport.SharedRedisAddr())
+	addr, dropped := dropFirstReply(t, testsupport.SharedRedisAddr(), []byte("$3\r\nset\r\n"))
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 2, Protocol: 2, DisableIdentity: true})
 	defer c.Close()
 	g, _ := New(c, WithPrefix(testsupport.UniquePrefix(t)+"idem"))
@@ -231,6 +339,76 @@ func TestClaimRetriedAfterLostReplyRecognisesItsOwnToken(t *testing.T) {
 	}
 	if err != nil || out.Kind != Executed || runs != 1 {
 		t.Fatalf("retried claim: %v, %v, runs=%d; want Executed once (not InProgress)", out.Kind, err, runs)
+	}
+}
+
+func TestCompletionRetriedAfterLostReplyRecognisesItsOwnResult(t *testing.T) {
+	srv := testsupport.StartValkey(t)
+	addr, dropped := dropFirstReply(t, srv.Addr(), []byte("$4\r\nifeq\r\n"))
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 2, Protocol: 2, DisableIdentity: true})
+	defer c.Close()
+	g, _ := New(c)
+	runs := 0
+	out, err := g.Do(context.Background(), Key{Scope: "stripe", ID: "evt_lost_store_reply"}, Fingerprint{}, func(context.Context) (Result, error) {
+		runs++
+		return Result{Status: 200, Body: []byte("stored")}, nil
+	})
+	if !dropped.Load() {
+		t.Fatal("the proxy never dropped a conditional SET reply: the test did not exercise the retry")
+	}
+	if err != nil || out.Kind != Executed || runs != 1 {
+		t.Fatalf("retried completion: %v, %v, runs=%d; want Executed once (not LockLost)", out.Kind, err, runs)
+	}
+	out, err = g.Do(context.Background(), Key{Scope: "stripe", ID: "evt_lost_store_reply"}, Fingerprint{}, okWork("again"))
+	if err != nil || out.Kind != Replayed || string(out.Result.Body) != "stored" || runs != 1 {
+		t.Fatalf("retry: %v, %v, %q; want the stored result replayed", out.Kind, err, out.Result.Body)
+	}
+}
+
+// The conditional SET writes only over the claim it was given, and never creates a key.
+func TestConditionalSetStoresOnlyOverItsOwnClaim(t *testing.T) {
+	c := testsupport.StartValkey(t).NewClient()
+	scripts := &scriptRunner{client: c}
+	comp := &completer{client: c, scripts: scripts}
+	ctx := context.Background()
+	var mine, theirs token
+	mine[0], theirs[0] = 1, 2
+	exp := time.Now().Add(time.Minute)
+	claim := encodeInProgress(mine, Fingerprint{}, exp)
+	result, err := encodeCompleted(mine, Fingerprint{}, exp, Result{Status: 200, Body: []byte("r")}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		before []byte // nil: no key
+		want   int64
+		after  []byte // nil: no key
+	}{
+		{"our claim", claim, scriptDone, result},
+		{"our result already stored", result, scriptAlreadyOurs, result},
+		{"another owner's claim", encodeInProgress(theirs, Fingerprint{}, exp), scriptOtherOwner, encodeInProgress(theirs, Fingerprint{}, exp)},
+		{"gone", nil, scriptGone, nil},
+	} {
+		key := "cond:" + tc.name
+		if tc.before != nil {
+			c.Set(ctx, key, tc.before, time.Minute)
+		}
+		n, trips, err := comp.complete(ctx, key, claim, result, time.Hour.Milliseconds())
+		if err != nil || n != tc.want || trips != 1 {
+			t.Errorf("%s: reply %d, %d round trips, %v; want %d in 1", tc.name, n, trips, err, tc.want)
+		}
+		after, err := c.Get(ctx, key).Bytes()
+		if tc.after == nil {
+			if !errors.Is(err, redis.Nil) {
+				t.Errorf("%s: key exists after the store (%v): a conditional SET must not create it", tc.name, err)
+			}
+		} else if !bytes.Equal(after, tc.after) {
+			t.Errorf("%s: value after the store differs from what it should be", tc.name)
+		}
+	}
+	if comp.mode.Load() != completeBySet {
+		t.Error("the guard fell back to the script on a server with a conditional SET")
 	}
 }
 

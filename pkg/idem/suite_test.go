@@ -50,6 +50,19 @@ func sharedRedisBackend(t *testing.T) backend {
 	}
 }
 
+func valkeyBackend(t *testing.T) backend {
+	srv := testsupport.StartValkey(t)
+	return backend{
+		newClient: func(t *testing.T) redis.UniversalClient {
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 64})
+			t.Cleanup(func() { c.Close() })
+			return c
+		},
+		prefix:  "idem",
+		advance: time.Sleep,
+	}
+}
+
 func clusterBackend(t *testing.T) backend {
 	cl := testsupport.StartCluster(t, 3, 0)
 	return backend{
@@ -402,3 +415,4 @@ func testEveryKeyHasAnExpiry(t *testing.T, b backend) {
 func TestSuiteOnMiniredis(t *testing.T)    { runSuite(t, miniredisBackend(t)) }
 func TestSuiteOnRealRedis(t *testing.T)    { runSuite(t, sharedRedisBackend(t)) }
 func TestSuiteOnRedisCluster(t *testing.T) { runSuite(t, clusterBackend(t)) }
+func TestSuiteOnValkey(t *testing.T)       { runSuite(t, valkeyBackend(t)) }

@@ -131,23 +131,30 @@ func installDynalite() (string, error) {
 // toolsDir returns the directory that holds Node.js tools: .tools/node under the module root, or
 // under the user cache directory when no go.mod is found above the working directory.
 func toolsDir() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("working directory: %w", err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if fileExists(filepath.Join(dir, "go.mod")) {
-			return filepath.Join(dir, ".tools", "node"), nil
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
+	if root, ok := moduleRoot(); ok {
+		return filepath.Join(root, ".tools", "node"), nil
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("no go.mod above %s and no user cache dir: %w", wd, err)
+		return "", fmt.Errorf("no go.mod above the working directory and no user cache dir: %w", err)
 	}
 	return filepath.Join(cache, "idem-testsupport", "node"), nil
+}
+
+// moduleRoot returns the nearest directory at or above the working directory that holds go.mod.
+func moduleRoot() (string, bool) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if fileExists(filepath.Join(dir, "go.mod")) {
+			return dir, true
+		}
+		if filepath.Dir(dir) == dir {
+			return "", false
+		}
+	}
 }
 
 // fileExists reports whether path exists.

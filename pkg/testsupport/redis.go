@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,6 +148,49 @@ func StartRedis(t testing.TB, args ...string) *RedisServer {
 		Unavailable(t, "redis-server did not start: %v", err)
 	}
 	return s
+}
+
+// ValkeyVersion is the valkey-server version .ci/ensure-valkey builds into .tools/ under the
+// module root, the first Valkey with the conditional SET ... IFEQ.
+const ValkeyVersion = "8.1.1"
+
+// StartValkey starts a valkey-server as [StartRedis] starts a redis-server, with the same
+// defaults and extra args. The binary is $VALKEY_SERVER if set, else .tools/valkey-<ValkeyVersion>/
+// valkey-server under the module root (make test builds it there with .ci/ensure-valkey), else
+// valkey-server in PATH. If none is found or it does not come up, the test is skipped, or failed
+// under CI (see [Unavailable]).
+func StartValkey(t testing.TB, args ...string) *RedisServer {
+	t.Helper()
+	bin, err := valkeyServer()
+	if err != nil {
+		Unavailable(t, "%v", err)
+	}
+	dir := t.TempDir()
+	base := []string{"--bind", "127.0.0.1", "--protected-mode", "no", "--save", "", "--appendonly", "no", "--dir", dir}
+	s, err := startRedisServer(t, bin, append(base, args...), func(map[int]bool) (int, error) { return freePort() })
+	if err != nil {
+		Unavailable(t, "valkey-server did not start: %v", err)
+	}
+	return s
+}
+
+// valkeyServer finds the valkey-server binary StartValkey runs.
+func valkeyServer() (string, error) {
+	if bin := os.Getenv("VALKEY_SERVER"); bin != "" {
+		if !fileExists(bin) {
+			return "", fmt.Errorf("VALKEY_SERVER=%s does not exist", bin)
+		}
+		return bin, nil
+	}
+	if root, ok := moduleRoot(); ok {
+		if bin := filepath.Join(root, ".tools", "valkey-"+ValkeyVersion, "valkey-server"); fileExists(bin) {
+			return bin, nil
+		}
+	}
+	if bin, err := exec.LookPath("valkey-server"); err == nil {
+		return bin, nil
+	}
+	return "", errors.New("valkey-server not found: run .ci/ensure-valkey (make test does) or set VALKEY_SERVER")
 }
 
 // startRedisServer starts a server on a port from pick, retrying on a new port a few times
