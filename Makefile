@@ -60,13 +60,15 @@ lint: deps
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-# Core benchmarks against a private redis-server on loopback, next to a bare SET NX and GET.
+# Core benchmarks against a private redis-server on loopback (valkey-server 8.1 with
+# BENCH_SERVER=valkey), next to a bare SET NX and GET.
 # The rounds are interleaved (every benchmark once per round) so that a noisy phase of a shared
 # machine hits the paths and their floors alike.
 bench: deps
 	$(GO) test -c -o bin/idem.test ./pkg/idem
+	if [ "$(BENCH_SERVER)" = valkey ]; then bash .ci/ensure-valkey >/dev/null; fi
 	rm -f bench.txt; for i in $$(seq $(BENCH_COUNT)); do \
-	  (cd pkg/idem && ../../bin/idem.test -test.run '^$$' -test.bench . -test.benchmem) | grep -v '^redis:' | tee -a bench.txt; \
+	  (cd pkg/idem && IDEM_BENCH_SERVER=$(BENCH_SERVER) ../../bin/idem.test -test.run '^$$' -test.bench . -test.benchmem) | grep -v '^redis:' | tee -a bench.txt; \
 	done
 	$(GO) run $(BENCHSTAT) bench.txt
 	$(GO) run ./cmd/benchreport bench.txt
@@ -76,9 +78,10 @@ load: deps
 	bash .ci/ensure-redis
 	$(GO) run ./cmd/load
 
-# Our guard against Powertools (TypeScript) and express+ioredis on the same Redis.
+# Our guard against Powertools (TypeScript) and express+ioredis on the same server: Redis 7,
+# then Valkey 8.1 (built once by .ci/ensure-valkey).
 compare: deps
-	$(GO) run ./cmd/compare
+	$(GO) run ./cmd/compare -valkey-server "$$(bash .ci/ensure-valkey)"
 
 clean:
 	rm -rf bin .aws-sam bench.txt

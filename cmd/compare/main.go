@@ -1,23 +1,28 @@
 // Command compare measures the idempotency core and the webhook function against the two peer
 // implementations in the peers folder (Powertools for AWS Lambda TypeScript with its Redis
-// persistence layer, and an express + ioredis Idempotency-Key middleware) in one invocation, on
-// one private redis-server, with the same request counts and scenarios: first execution, replay,
-// in-progress duplicate, concurrent duplicates, throughput. It measures everything -runs times,
-// alternating whether the peers or ours go first, and reports medians. It writes
-// docs/comparison.json (every number of every run), docs/comparison.md (the tables, date and
-// machine) and docs/comparison.svg (the plot).
+// persistence layer, and an express + ioredis Idempotency-Key middleware) in one invocation, with
+// the same request counts and scenarios: first execution, replay, in-progress duplicate,
+// concurrent duplicates, throughput. Everything is measured on each server of -servers in turn:
+// redis-server (Redis 7, where the core stores results with a Lua script) and valkey-server 8.1
+// (where it uses the conditional SET ... IFEQ); all implementations on one server are measured
+// against that same private server. It measures everything -runs times per server, alternating
+// whether the peers or ours go first, and reports medians. Per server it writes
+// docs/<name>.json (every number of every run), docs/<name>.md (the tables, date and machine)
+// and docs/<name>.svg (the plot), where <name> is comparison for Redis and comparison-valkey
+// for Valkey.
 //
 // Usage:
 //
-//	go run ./cmd/compare [-peers ../shared/peers] [-runs 5] [-port 6391] [-n 2000] [-warmup 2000] [-conc 50] [-rounds 20] [-thr-n 10000] [-out docs]
-//	go run ./cmd/compare -replot     # redraw comparison.md and comparison.svg from comparison.json
+//	go run ./cmd/compare [-servers redis,valkey] [-valkey-server path] [-peers ../shared/peers] [-runs 5] [-port 6391] [-n 2000] [-warmup 2000] [-conc 50] [-rounds 20] [-thr-n 10000] [-out docs]
+//	go run ./cmd/compare -replot     # redraw the .md and .svg files from the .json files
 //
 // It copies the peers folder to a temporary directory (it may be read-only), installs the
-// peers' locked npm dependencies there, starts redis-server on -port with the flags of the
-// peers' run.sh (refusing a port that already answers), runs the peers' own bench.mjs and
-// floor.mjs against it, then measures ours in-process against the same server. Redis
-// commands per request are INFO commandstats deltas, as the peers count them. It needs
-// redis-server, Node.js 20 or later and npm.
+// peers' locked npm dependencies there, starts each server on its port (-port for the first,
+// the next port for the second) with the flags of the peers' run.sh (refusing a port that
+// already answers), runs the peers' own bench.mjs and floor.mjs against it, then measures ours
+// in-process against the same server. Redis commands per request are INFO commandstats deltas,
+// as the peers count them. It needs redis-server, valkey-server 8.1 or later (make compare builds
+// it with .ci/ensure-valkey), Node.js 20 or later and npm.
 package main
 
 import (
@@ -28,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -45,16 +51,22 @@ func main() {
 	flag.IntVar(&s.Conc, "conc", 50, "requests in flight for throughput; simultaneous callers per key in the concurrency test")
 	flag.IntVar(&s.Rounds, "rounds", 20, "keys in the concurrency test")
 	flag.IntVar(&s.ThrN, "thr-n", 10000, "requests per throughput path")
-	runs := flag.Int("runs", 5, "measurement runs, alternating which side goes first; the report shows medians")
-	out := flag.String("out", "docs", "directory for comparison.json, comparison.md and comparison.svg")
-	replot := flag.Bool("replot", false, "only redraw comparison.md and comparison.svg from comparison.json in -out")
+	runs := flag.Int("runs", 5, "measurement runs per server, alternating which side goes first; the report shows medians")
+	out := flag.String("out", "docs", "directory for the report files")
+	servers := flag.String("servers", "redis,valkey", "servers to measure on, in order: redis, valkey or both")
+	valkeyBin := flag.String("valkey-server", defaultValkeyServer(), "valkey-server binary (8.1 or later); env VALKEY_SERVER")
+	replot := flag.Bool("replot", false, "only redraw the .md and .svg files from the .json files in -out")
 	flag.Parse()
 
 	var err error
 	if *replot {
 		err = redraw(*out)
 	} else {
-		err = run(context.Background(), s, *runs, *peersDir, *port, *out, os.Stderr)
+		var list []serverKind
+		list, err = parseServers(*servers, *valkeyBin)
+		if err == nil {
+			err = run(context.Background(), s, *runs, *peersDir, list, *port, *out, os.Stderr)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
@@ -70,8 +82,46 @@ func defaultPeersDir() string {
 	return filepath.Join("..", "shared", "peers")
 }
 
-// run measures everything and writes the report files into out.
-func run(ctx context.Context, s settings, runs int, peersDir string, port int, out string, log io.Writer) error {
+// serverKind is one server the comparison runs on.
+type serverKind struct {
+	name string // redis or valkey
+	bin  string
+	base string // report file name without extension
+}
+
+// parseServers turns the -servers list into the servers to start.
+func parseServers(list, valkeyBin string) ([]serverKind, error) {
+	var out []serverKind
+	for _, name := range strings.Split(list, ",") {
+		switch strings.TrimSpace(name) {
+		case "redis":
+			bin, err := exec.LookPath("redis-server")
+			if err != nil {
+				return nil, fmt.Errorf("redis-server not found (Debian: apt-get install -y redis-server): %w", err)
+			}
+			out = append(out, serverKind{name: "redis", bin: bin, base: "comparison"})
+		case "valkey":
+			if _, err := os.Stat(valkeyBin); err != nil {
+				return nil, fmt.Errorf("valkey-server %q: %w (run .ci/ensure-valkey, or set -valkey-server)", valkeyBin, err)
+			}
+			out = append(out, serverKind{name: "valkey", bin: valkeyBin, base: "comparison-valkey"})
+		default:
+			return nil, fmt.Errorf("-servers: unknown server %q (want redis or valkey)", name)
+		}
+	}
+	return out, nil
+}
+
+// defaultValkeyServer is VALKEY_SERVER, or the binary .ci/ensure-valkey builds.
+func defaultValkeyServer() string {
+	if bin := os.Getenv("VALKEY_SERVER"); bin != "" {
+		return bin
+	}
+	return filepath.Join(".tools", "valkey-8.1.1", "valkey-server")
+}
+
+// run measures everything on each server and writes each server's report files into out.
+func run(ctx context.Context, s settings, runs int, peersDir string, servers []serverKind, port int, out string, log io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -81,25 +131,36 @@ func run(ctx context.Context, s settings, runs int, peersDir string, port int, o
 		return err
 	}
 	defer os.RemoveAll(filepath.Dir(peers))
+	for i, sk := range servers {
+		if err := runOn(ctx, s, runs, peers, sk, port+i, out, log); err != nil {
+			return fmt.Errorf("%s: %w", sk.name, err)
+		}
+	}
+	return nil
+}
 
+// runOn measures everything on one server and writes its report files into out.
+func runOn(ctx context.Context, s settings, runs int, peers string, sk serverKind, port int, out string, log io.Writer) error {
 	r := &Report{
 		Date:       time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		Host:       host(ctx),
 		LoadBefore: loadAverage(),
 		Settings:   s,
 		Port:       port,
+		Base:       sk.base,
 	}
-	dir, err := os.MkdirTemp("", "idem-compare-redis-")
+	dir, err := os.MkdirTemp("", "idem-compare-"+sk.name+"-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := startRedis(port, dir)
+	srv, err := startServer(sk.bin, port, dir)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
-	fmt.Fprintf(log, "== %s on 127.0.0.1:%d\n", srv.version(ctx), port)
+	r.Server = srv.version(ctx)
+	fmt.Fprintf(log, "== %s on 127.0.0.1:%d\n", r.Server, port)
 
 	for run := range runs {
 		impls, floors, err := measureOnce(ctx, srv, s, peers, port, run, log)
@@ -112,7 +173,7 @@ func run(ctx context.Context, s settings, runs int, peersDir string, port int, o
 	r.LoadAfter = loadAverage()
 
 	r.Versions = []string{
-		srv.version(ctx),
+		r.Server,
 		"Go " + strings.TrimPrefix(runtime.Version(), "go"),
 		"go-redis " + moduleVersion("github.com/redis/go-redis/v9"),
 		"Node.js " + strings.TrimPrefix(command(ctx, "node", "-v"), "v"),
@@ -125,19 +186,19 @@ func run(ctx context.Context, s settings, runs int, peersDir string, port int, o
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, "comparison.json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, sk.base+".json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	if err := r.write(out); err != nil {
 		return err
 	}
-	fmt.Fprintln(log, "== wrote", filepath.Join(out, "comparison.{json,md,svg}"))
+	fmt.Fprintln(log, "== wrote", filepath.Join(out, sk.base+".{json,md,svg}"))
 	for _, c := range r.checks() {
 		verdict := "met"
 		if !c.met {
 			verdict = "NOT MET"
 		}
-		fmt.Printf("%s: %s\n", c.what, verdict)
+		fmt.Printf("%s: %s: %s\n", r.Server, c.what, verdict)
 	}
 	return nil
 }
@@ -206,27 +267,42 @@ func measureOnce(ctx context.Context, srv *redisServer, s settings, peers string
 	return append(a, b...), floors, nil
 }
 
-// redraw rewrites comparison.md and comparison.svg from comparison.json in out.
+// redraw rewrites every report's .md and .svg in out from its .json.
 func redraw(out string) error {
-	b, err := os.ReadFile(filepath.Join(out, "comparison.json"))
+	files, err := filepath.Glob(filepath.Join(out, "comparison*.json"))
 	if err != nil {
 		return err
 	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("comparison.json: %w", err)
+	if len(files) == 0 {
+		return fmt.Errorf("no comparison*.json in %s", out)
 	}
-	return r.write(out)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var r Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		if r.Base == "" {
+			r.Base = strings.TrimSuffix(filepath.Base(f), ".json")
+		}
+		if err := r.write(out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// write writes comparison.md and comparison.svg into out.
+// write writes the report's .md and .svg into out.
 func (r *Report) write(out string) error {
-	md, err := os.Create(filepath.Join(out, "comparison.md"))
+	md, err := os.Create(filepath.Join(out, r.Base+".md"))
 	if err != nil {
 		return err
 	}
 	r.writeMarkdown(md)
-	svg, err := os.Create(filepath.Join(out, "comparison.svg"))
+	svg, err := os.Create(filepath.Join(out, r.Base+".svg"))
 	if err != nil {
 		md.Close()
 		return err

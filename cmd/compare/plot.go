@@ -73,7 +73,7 @@ func (r *Report) writeSVG(w io.Writer) error {
 		plotWidth, height, plotWidth, height)
 	p(`<rect width="100%%" height="100%%" fill="#ffffff"/>`)
 	p(`<text x="10" y="20" font-size="15" font-weight="bold">%s</text>`,
-		esc("idem against Powertools TypeScript and express + ioredis, one Redis ("+r.Date+")"))
+		esc("idem against Powertools TypeScript and express + ioredis, on "+r.server()+" ("+r.Date+")"))
 	p(`<text x="10" y="38" fill="#555">%s</text>`, esc(fmt.Sprintf("%s; medians of %d runs of N=%d per path; lower is better",
 		r.Host, len(r.Runs), r.Settings.N)))
 	// Legend, two entries per line.
@@ -134,7 +134,7 @@ func (r *Report) writeSVG(w io.Writer) error {
 	p(`<text x="10" y="%.1f" fill="#555">%s</text>`, bottom+32,
 		esc("Commands as INFO commandstats counts them. * from the concurrency test (50 callers per key, 20 ms of work)."))
 	p(`<text x="10" y="%.1f" fill="#555">%s</text>`, bottom+48,
-		esc("Express rows include a Node HTTP client and server on loopback. Tables and method: docs/comparison.md"))
+		esc("Express rows include a Node HTTP client and server on loopback. Tables and method: docs/"+r.Base+".md"))
 	p(`</svg>`)
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -15,31 +15,29 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redisServer is the private redis-server every implementation is measured against, started
-// with the flags the peers' run.sh uses: loopback only, no RDB snapshots, no AOF.
+// redisServer is the private server (redis-server or valkey-server) every implementation is
+// measured against, started with the flags the peers' run.sh uses: loopback only, no RDB
+// snapshots, no AOF.
 type redisServer struct {
 	port  int
 	cmd   *exec.Cmd
 	admin *redis.Client
 }
 
-// startRedis starts redis-server on 127.0.0.1:port, refusing a port something already answers
-// on (the measurement would then count another program's commands), and waits until it answers.
-func startRedis(port int, dir string) (*redisServer, error) {
+// startServer starts the server binary bin on 127.0.0.1:port, refusing a port something already
+// answers on (the measurement would then count another program's commands), and waits until it
+// answers.
+func startServer(bin string, port int, dir string) (*redisServer, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("port %d already answers; refusing to measure a Redis this program did not start", port)
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("redis-server not found (Debian: apt-get install -y redis-server): %w", err)
-	}
 	logFile := filepath.Join(dir, "redis.log")
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--logfile", logFile)
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start redis-server: %w", err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	s := &redisServer{port: port, cmd: cmd, admin: redis.NewClient(&redis.Options{Addr: addr})}
 	deadline := time.Now().Add(10 * time.Second)
@@ -53,7 +51,7 @@ func startRedis(port int, dir string) (*redisServer, error) {
 		if time.Now().After(deadline) {
 			s.stop()
 			log, _ := os.ReadFile(logFile)
-			return nil, fmt.Errorf("redis-server on %s did not answer: %w\n%s", addr, err, log)
+			return nil, fmt.Errorf("%s on %s did not answer: %w\n%s", bin, addr, err, log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -71,13 +69,17 @@ func (s *redisServer) stop() {
 	}
 }
 
-// version returns redis-server's version line.
+// version names the server and its version: "Valkey 8.1.1" or "Redis 7.0.15".
 func (s *redisServer) version(ctx context.Context) string {
 	info, err := s.admin.Info(ctx, "server").Result()
 	if err != nil {
 		return "unknown"
 	}
-	return "Redis " + infoFields(info)["redis_version"]
+	f := infoFields(info)
+	if v := f["valkey_version"]; v != "" {
+		return "Valkey " + v
+	}
+	return "Redis " + f["redis_version"]
 }
 
 // commandStats returns calls per command from INFO commandstats, as the peers' stats.mjs does.

@@ -18,6 +18,10 @@ type Report struct {
 	Versions   []string `json:"versions"`
 	Settings   settings `json:"settings"`
 	Port       int      `json:"port"`
+	// Server is the server measured against, "Redis 7.0.15" or "Valkey 8.1.1"; Base the report
+	// files' name without extension.
+	Server string `json:"server"`
+	Base   string `json:"base"`
 	// Impls and Floors are the medians over Runs (see aggregate).
 	Impls  []Impl        `json:"implementations"`
 	Floors []floorResult `json:"floors"`
@@ -231,10 +235,10 @@ func (r *Report) checks() []check {
 // writeMarkdown writes docs/comparison.md.
 func (r *Report) writeMarkdown(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	p("# idem against Powertools for AWS Lambda (TypeScript) and express + ioredis, on one Redis")
+	p("# idem against Powertools for AWS Lambda (TypeScript) and express + ioredis, on %s", r.server())
 	p("")
 	p("Measured by `make compare` (`cmd/compare`) on %s. All four were measured in one invocation against", r.Date)
-	p("the same private redis-server on 127.0.0.1:%d (no persistence, as the peers' `run.sh` starts it),", r.Port)
+	p("the same private %s server on 127.0.0.1:%d (no persistence, as the peers' `run.sh` starts it),", r.server(), r.Port)
 	p("one after the other, with the same request counts, in %d runs that alternate whether the peers or", len(r.Runs))
 	p("ours go first; every figure below is the median over the runs, with the range of p50 where shown.")
 	p("The peers ran their own unmodified drivers (`bench.mjs`, `floor.mjs` from a copy of the peers")
@@ -246,7 +250,7 @@ func (r *Report) writeMarkdown(w io.Writer) {
 	p("- Settings: N=%d sequential requests per path after WARMUP=%d, CONC=%d, ROUNDS=%d, THR_N=%d.",
 		r.Settings.N, r.Settings.Warmup, r.Settings.Conc, r.Settings.Rounds, r.Settings.ThrN)
 	p("")
-	p("![p50 latency per request and Redis commands per request](comparison.svg)")
+	p("![p50 latency per request and Redis commands per request](%s.svg)", r.Base)
 	p("")
 	p("## Headline")
 	p("")
@@ -369,12 +373,39 @@ func (r *Report) writeMarkdown(w io.Writer) {
 	p("- The machine has 2 shared cores that also ran the drivers and, at times, other builds; p99 moves")
 	p("  by 2x and more between runs, p50 by up to about 50%%: read the p50 ranges. Commands per request")
 	p("  are exact and do not move.")
-	p("- A first execution costs idem two round trips: one `SET NX PX GET` and one `EVALSHA` of the")
-	p("  complete script, which itself calls `GET` and `SET` to store the result only while the claim is")
-	p("  still its own; `INFO commandstats` counts those two as well, hence 4 commands per first")
-	p("  execution against the peers' 2. The peers store their result with an unconditional `SET`, so a")
-	p("  late owner can overwrite a newer claim. A replay and an in-progress duplicate cost idem one")
-	p("  `SET NX PX GET`; both peers pay `SET NX` plus a `GET` or `SET` on every path.")
+	if r.usedScript() {
+		p("- A first execution costs idem two round trips: one `SET NX PX GET` and one `EVALSHA` of the")
+		p("  complete script, which itself calls `GET` and `SET` to store the result only while the claim is")
+		p("  still its own (this server has no conditional `SET`); `INFO commandstats` counts those two as")
+		p("  well, hence 4 commands per first execution against the peers' 2. On Valkey 8.1 or later, or")
+		p("  Redis 8.4 or later, the same store is one `SET ... IFEQ` (see comparison-valkey.md).")
+	} else {
+		p("- A first execution costs idem two round trips and two commands: one `SET NX PX GET` (the claim)")
+		p("  and one `SET ... IFEQ <claim> PX GET`, which stores the result only while the record is still")
+		p("  exactly its claim, in one plain command (this server has the conditional `SET`: no script).")
+	}
+	p("- The peers store their result with an unconditional `SET`, so a late owner can overwrite a newer")
+	p("  claim. A replay and an in-progress duplicate cost idem one `SET NX PX GET`; both peers pay")
+	p("  `SET NX` plus a `GET` or `SET` on every path.")
+}
+
+// server names the server measured against; reports written before the field existed were all
+// measured on Redis.
+func (r *Report) server() string {
+	if r.Server == "" {
+		return "Redis"
+	}
+	return r.Server
+}
+
+// usedScript reports whether the core stored its first executions' results with the Lua script
+// (a server without the conditional SET) rather than SET ... IFEQ.
+func (r *Report) usedScript() bool {
+	core, ok := r.impl(keyCore)
+	if !ok {
+		return true
+	}
+	return strings.Contains(core.Phases["a first-time (unique keys)"].Breakdown, "EVALSHA")
 }
 
 // byPath orders path names: the baseline, the sequential paths, the local-cache paths, then the
