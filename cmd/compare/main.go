@@ -87,6 +87,9 @@ type serverKind struct {
 	name string // redis or valkey
 	bin  string
 	base string // report file name without extension
+	// condSet: the core stores results with SET ... IFEQ (IDEM_CONDITIONAL_SET=true), which the
+	// server has.
+	condSet bool
 }
 
 // parseServers turns the -servers list into the servers to start.
@@ -104,7 +107,7 @@ func parseServers(list, valkeyBin string) ([]serverKind, error) {
 			if _, err := os.Stat(valkeyBin); err != nil {
 				return nil, fmt.Errorf("valkey-server %q: %w (run .ci/ensure-valkey, or set -valkey-server)", valkeyBin, err)
 			}
-			out = append(out, serverKind{name: "valkey", bin: valkeyBin, base: "comparison-valkey"})
+			out = append(out, serverKind{name: "valkey", bin: valkeyBin, base: "comparison-valkey", condSet: true})
 		default:
 			return nil, fmt.Errorf("-servers: unknown server %q (want redis or valkey)", name)
 		}
@@ -163,7 +166,7 @@ func runOn(ctx context.Context, s settings, runs int, peers string, sk serverKin
 	fmt.Fprintf(log, "== %s on 127.0.0.1:%d\n", r.Server, port)
 
 	for run := range runs {
-		impls, floors, err := measureOnce(ctx, srv, s, peers, port, run, log)
+		impls, floors, err := measureOnce(ctx, srv, s, peers, port, run, sk.condSet, log)
 		if err != nil {
 			return err
 		}
@@ -203,11 +206,12 @@ func runOn(ctx context.Context, s settings, runs int, peers string, sk serverKin
 	return nil
 }
 
-// measureOnce runs every implementation once against srv: the client floors, then the peers
+// measureOnce runs every implementation once against srv (the core with the conditional SET when
+// condSet is true): the client floors, then the peers
 // and ours, ours first on odd runs so that neither side always runs on a warmer machine.
-func measureOnce(ctx context.Context, srv *redisServer, s settings, peers string, port, run int, log io.Writer) ([]Impl, []floorResult, error) {
+func measureOnce(ctx context.Context, srv *redisServer, s settings, peers string, port, run int, condSet bool, log io.Writer) ([]Impl, []floorResult, error) {
 	var floors []floorResult
-	m := &measurer{srv: srv, s: s, run: "cmp-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	m := &measurer{srv: srv, s: s, run: "cmp-" + strconv.FormatInt(time.Now().UnixNano(), 36), condSet: condSet}
 	fmt.Fprintf(log, "== run %d: floor: go-redis (redisconn)\n", run+1)
 	goFloor, err := m.floor(ctx)
 	if err != nil {

@@ -11,16 +11,18 @@ import (
 
 // How a guard stores a result in place of its claim.
 const (
-	// completeBySet is one plain command: SET key result IFEQ claim PX ttl GET. Servers with a
-	// conditional SET (Valkey 8.1 and later, Redis 8.4 and later) run it as one SET: no script,
-	// and INFO commandstats counts one command instead of a script and the two it calls.
-	completeBySet int32 = iota
-	// completeByScript is complete.lua, for servers without a conditional SET. A guard switches to
-	// it for good the first time a server answers the conditional SET with a syntax error.
-	completeByScript
+	// completeByScript is complete.lua: the default, and what every server since Redis 7.0 runs.
+	completeByScript int32 = iota
+	// completeBySet is one plain command, SET key result IFEQ claim PX ttl GET, chosen with
+	// WithConditionalSet. Servers with a conditional SET (Valkey 8.1 and later, Redis 8.4 and
+	// later) run it as one SET: no script, and INFO commandstats counts one command instead of a
+	// script and the two it calls. A guard switches to the script for good the first time a
+	// server answers it with a syntax error.
+	completeBySet
 )
 
-// completer stores results, choosing the conditional SET while the server understands it.
+// completer stores results, with the conditional SET while it is chosen and the server
+// understands it, else with the script.
 type completer struct {
 	client  Client
 	scripts *scriptRunner

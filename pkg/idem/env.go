@@ -17,9 +17,10 @@ func (e *SettingError) Error() string { return e.Var + ": " + e.Reason }
 // OptionsFromEnv reads the core's settings (SPEC section 2) through getenv:
 // IDEM_KEY_PREFIX (default "idem"), IDEM_RESULT_TTL (Go duration, default resultTTL, the
 // calling function's own default) and IDEM_LOCK_TTL (Go duration, default derived from the
-// invocation deadline) and IDEM_FAIL_OPEN (true: run the work unguarded when Redis is
-// unreachable; default false, fail closed). A malformed value is a *SettingError naming the
-// variable.
+// invocation deadline), IDEM_FAIL_OPEN (true: run the work unguarded when Redis is
+// unreachable; default false, fail closed) and IDEM_CONDITIONAL_SET (true: store results with
+// SET ... IFEQ on Valkey 8.1+ or Redis 8.4+, see [WithConditionalSet]; default false). A
+// malformed value is a *SettingError naming the variable.
 func OptionsFromEnv(getenv func(string) string, resultTTL time.Duration) ([]Option, error) {
 	if resultTTL <= 0 {
 		return nil, fmt.Errorf("idem: default result TTL %s is not positive", resultTTL)
@@ -45,12 +46,19 @@ func OptionsFromEnv(getenv func(string) string, resultTTL time.Duration) ([]Opti
 		}
 		opts = append(opts, v.opt(d))
 	}
-	if s := getenv("IDEM_FAIL_OPEN"); s != "" {
-		open, err := strconv.ParseBool(s)
-		if err != nil {
-			return nil, &SettingError{Var: "IDEM_FAIL_OPEN", Reason: fmt.Sprintf("%q is not true or false", s)}
+	for _, v := range []struct {
+		name string
+		opt  func(bool) Option
+	}{{"IDEM_FAIL_OPEN", WithFailOpen}, {"IDEM_CONDITIONAL_SET", WithConditionalSet}} {
+		s := getenv(v.name)
+		if s == "" {
+			continue
 		}
-		opts = append(opts, WithFailOpen(open))
+		on, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, &SettingError{Var: v.name, Reason: fmt.Sprintf("%q is not true or false", s)}
+		}
+		opts = append(opts, v.opt(on))
 	}
 	return opts, nil
 }

@@ -53,6 +53,9 @@ func New(client Client, opts ...Option) (*Guard, error) {
 	}
 	scripts := &scriptRunner{client: client}
 	g := &Guard{client: client, scripts: scripts, completer: &completer{client: client, scripts: scripts}, opts: o}
+	if o.condSet {
+		g.completer.mode.Store(completeBySet)
+	}
 	if o.cacheSize > 0 && o.cacheTTL > 0 {
 		c, err := lru.New[string, cachedResult](o.cacheSize)
 		if err != nil {

@@ -52,25 +52,25 @@ func TestRoundTripBudget(t *testing.T) {
 	for _, srv := range []struct {
 		name string
 		addr func(t *testing.T) string
+		opts []Option
 		// complete is what a first execution sends to store its result.
 		complete string
 	}{
-		{"redis 7 (script)", func(t *testing.T) string { testsupport.SharedRedis(t); return testsupport.SharedRedisAddr() }, "evalsha"},
-		{"valkey 8.1 (conditional SET)", func(t *testing.T) string { return testsupport.StartValkey(t).Addr() }, "set"},
+		{"redis 7 (script)", func(t *testing.T) string { testsupport.SharedRedis(t); return testsupport.SharedRedisAddr() }, nil, "evalsha"},
+		{"valkey 8.1 (conditional SET)", func(t *testing.T) string { return testsupport.StartValkey(t).Addr() }, []Option{WithConditionalSet(true)}, "set"},
 	} {
 		t.Run(srv.name, func(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: srv.addr(t)})
 			t.Cleanup(func() { c.Close() })
 			log := &commandLog{}
 			c.AddHook(log)
-			g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)+"idem"))
+			g, err := New(c, append([]Option{WithPrefix(testsupport.UniquePrefix(t) + "idem")}, srv.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
 			fp := FingerprintOf([]byte("body"))
-			// Load both scripts into the server's cache and learn whether it has a conditional SET,
-			// as the first calls of an environment do.
+			// Load both scripts into the server's cache, as the first calls of an environment do.
 			g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
 			g.Do(ctx, Key{Scope: "warm", ID: "fail"}, fp, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
 			log.take()
@@ -113,14 +113,16 @@ func TestServerCountedCommandsPerRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		start func(t testing.TB, args ...string) *testsupport.RedisServer
+		opts  []Option
 		first map[string]int64
 	}{
-		{"redis 7", testsupport.StartRedis, map[string]int64{"set": 2, "evalsha": 1, "get": 1}},
-		{"valkey 8.1", testsupport.StartValkey, map[string]int64{"set": 2}},
+		{"redis 7", testsupport.StartRedis, nil, map[string]int64{"set": 2, "evalsha": 1, "get": 1}},
+		{"valkey 8.1, script", testsupport.StartValkey, nil, map[string]int64{"set": 2, "evalsha": 1, "get": 1}},
+		{"valkey 8.1, conditional SET", testsupport.StartValkey, []Option{WithConditionalSet(true)}, map[string]int64{"set": 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.start(t).NewClient()
-			g, _ := New(c)
+			g, _ := New(c, tc.opts...)
 			ctx := context.Background()
 			fp := FingerprintOf([]byte("body"))
 			g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
@@ -188,35 +190,40 @@ func commandStats(t *testing.T, c *redis.Client) map[string]int64 {
 func TestScriptsAreSentOnlyWhenTheServerLacksThem(t *testing.T) {
 	srv := testsupport.StartRedis(t)
 	mr := miniredis.RunT(t)
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name string
 		addr string
-		// Round trips of the first call: the claim, a conditional SET the server may reject as a
-		// syntax error (once per guard), then EVALSHA (NOSCRIPT) and EVAL, and on miniredis the
-		// plain script as well.
+		opts []Option
+		// Round trips of the first call: the claim, with WithConditionalSet a SET ... IFEQ (which
+		// a server without it answers with a syntax error, once per guard), then EVALSHA
+		// (NOSCRIPT) and EVAL, and on miniredis the plain script as well.
 		first int
 		// Round trips of the first call after SCRIPT FLUSH.
 		flushed int
 	}{
-		{"redis-server 7", srv.Addr(), 4, 3},
-		{"miniredis, no shebang flags", mr.Addr(), 6, 3},
-		{"valkey-server 8.1, no script needed", testsupport.StartValkey(t).Addr(), 2, 2},
+		{"redis-server 7", srv.Addr(), nil, 3, 3},
+		{"redis-server 7, conditional SET chosen but missing", srv.Addr(), []Option{WithConditionalSet(true)}, 4, 3},
+		{"miniredis, no shebang flags", mr.Addr(), nil, 5, 3},
+		{"miniredis, conditional SET chosen but missing", mr.Addr(), []Option{WithConditionalSet(true)}, 6, 3},
+		{"valkey-server 8.1, conditional SET: no script", testsupport.StartValkey(t).Addr(), []Option{WithConditionalSet(true)}, 2, 2},
 	} {
+		scope := fmt.Sprintf("s%d", i)
 		t.Run(tc.name, func(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: tc.addr})
 			defer c.Close()
-			g, _ := New(c)
+			c.ScriptFlush(context.Background())
+			g, _ := New(c, tc.opts...)
 			ctx := context.Background()
-			out, err := g.Do(ctx, Key{Scope: "s", ID: "1"}, Fingerprint{}, okWork("x"))
+			out, err := g.Do(ctx, Key{Scope: scope, ID: "1"}, Fingerprint{}, okWork("x"))
 			if err != nil || out.Kind != Executed || out.RoundTrips != tc.first {
 				t.Fatalf("unknown script: %v %v, %d round trips; want %d", out.Kind, err, out.RoundTrips, tc.first)
 			}
-			out, _ = g.Do(ctx, Key{Scope: "s", ID: "2"}, Fingerprint{}, okWork("x"))
+			out, _ = g.Do(ctx, Key{Scope: scope, ID: "2"}, Fingerprint{}, okWork("x"))
 			if out.RoundTrips != 2 {
 				t.Fatalf("known script: %d round trips, want 2", out.RoundTrips)
 			}
 			c.ScriptFlush(ctx)
-			if out, _ = g.Do(ctx, Key{Scope: "s", ID: "3"}, Fingerprint{}, okWork("x")); out.Kind != Executed || out.RoundTrips != tc.flushed {
+			if out, _ = g.Do(ctx, Key{Scope: scope, ID: "3"}, Fingerprint{}, okWork("x")); out.Kind != Executed || out.RoundTrips != tc.flushed {
 				t.Fatalf("after SCRIPT FLUSH: %v, %d round trips, want %d", out.Kind, out.RoundTrips, tc.flushed)
 			}
 		})
@@ -224,20 +231,21 @@ func TestScriptsAreSentOnlyWhenTheServerLacksThem(t *testing.T) {
 }
 
 // Under noeviction a full Redis refuses new claims but still takes the result of work that ran.
-// On Valkey 8.1 the conditional SET is refused too, and the allow-oom script stores the result.
+// With the conditional SET on Valkey 8.1 the SET is refused too, and the allow-oom script stores
+// the result.
 func TestFullRedisRefusesClaimsButStoresResultsOfWorkThatRan(t *testing.T) {
 	t.Run("redis 7", func(t *testing.T) {
 		testFullServer(t, testsupport.StartRedis(t, "--maxmemory-policy", "noeviction"))
 	})
-	t.Run("valkey 8.1", func(t *testing.T) {
-		testFullServer(t, testsupport.StartValkey(t, "--maxmemory-policy", "noeviction"))
+	t.Run("valkey 8.1, conditional SET", func(t *testing.T) {
+		testFullServer(t, testsupport.StartValkey(t, "--maxmemory-policy", "noeviction"), WithConditionalSet(true))
 	})
 }
 
-func testFullServer(t *testing.T, srv *testsupport.RedisServer) {
+func testFullServer(t *testing.T, srv *testsupport.RedisServer, opts ...Option) {
 	c := srv.NewClient()
 	defer c.Close()
-	g, _ := New(c)
+	g, _ := New(c, opts...)
 	ctx := context.Background()
 	out, err := g.Do(ctx, Key{Scope: "oom", ID: "claimed-before"}, Fingerprint{}, func(context.Context) (Result, error) {
 		// The memory fills up while the work runs (here: the limit drops below what is used).
@@ -347,7 +355,7 @@ func TestCompletionRetriedAfterLostReplyRecognisesItsOwnResult(t *testing.T) {
 	addr, dropped := dropFirstReply(t, srv.Addr(), []byte("$4\r\nifeq\r\n"))
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 2, Protocol: 2, DisableIdentity: true})
 	defer c.Close()
-	g, _ := New(c)
+	g, _ := New(c, WithConditionalSet(true))
 	runs := 0
 	out, err := g.Do(context.Background(), Key{Scope: "stripe", ID: "evt_lost_store_reply"}, Fingerprint{}, func(context.Context) (Result, error) {
 		runs++
@@ -370,6 +378,7 @@ func TestConditionalSetStoresOnlyOverItsOwnClaim(t *testing.T) {
 	c := testsupport.StartValkey(t).NewClient()
 	scripts := &scriptRunner{client: c}
 	comp := &completer{client: c, scripts: scripts}
+	comp.mode.Store(completeBySet)
 	ctx := context.Background()
 	var mine, theirs token
 	mine[0], theirs[0] = 1, 2
@@ -604,7 +613,7 @@ func TestCorruptRecordFailsClosed(t *testing.T) {
 
 func TestOptionsFromEnv(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	opts, err := OptionsFromEnv(env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s", "IDEM_FAIL_OPEN": "true"}), time.Hour)
+	opts, err := OptionsFromEnv(env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s", "IDEM_FAIL_OPEN": "true", "IDEM_CONDITIONAL_SET": "true"}), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,14 +621,15 @@ func TestOptionsFromEnv(t *testing.T) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.prefix != "p" || o.resultTTL != 96*time.Hour || o.lockTTL != 45*time.Second || !o.failOpen {
+	if o.prefix != "p" || o.resultTTL != 96*time.Hour || o.lockTTL != 45*time.Second || !o.failOpen || !o.condSet {
 		t.Fatalf("%+v", o)
 	}
 	for name, bad := range map[string]map[string]string{
-		"IDEM_RESULT_TTL": {"IDEM_RESULT_TTL": "forever"},
-		"IDEM_LOCK_TTL":   {"IDEM_LOCK_TTL": "-1s"},
-		"IDEM_KEY_PREFIX": {"IDEM_KEY_PREFIX": "a{b}"},
-		"IDEM_FAIL_OPEN":  {"IDEM_FAIL_OPEN": "sometimes"},
+		"IDEM_RESULT_TTL":      {"IDEM_RESULT_TTL": "forever"},
+		"IDEM_LOCK_TTL":        {"IDEM_LOCK_TTL": "-1s"},
+		"IDEM_KEY_PREFIX":      {"IDEM_KEY_PREFIX": "a{b}"},
+		"IDEM_FAIL_OPEN":       {"IDEM_FAIL_OPEN": "sometimes"},
+		"IDEM_CONDITIONAL_SET": {"IDEM_CONDITIONAL_SET": "auto"},
 	} {
 		var se *SettingError
 		if _, err := OptionsFromEnv(env(bad), time.Hour); !errors.As(err, &se) || se.Var != name {

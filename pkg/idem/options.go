@@ -23,6 +23,7 @@ type options struct {
 	safetyMargin  time.Duration
 	maxResultSize int
 	failOpen      bool
+	condSet       bool
 	cacheSize     int
 	cacheTTL      time.Duration
 	now           func() time.Time
@@ -79,6 +80,18 @@ func WithFailOpen(enabled bool) Option { return func(o *options) { o.failOpen = 
 func WithLocalCache(size int, ttl time.Duration) Option {
 	return func(o *options) { o.cacheSize, o.cacheTTL = size, ttl }
 }
+
+// WithConditionalSet stores results with one plain conditional command,
+// SET key <result> IFEQ <claim> PX <result TTL> GET, instead of the complete.lua script. It needs
+// Valkey 8.1 or later or Redis 8.4 or later (ElastiCache for Valkey 8.1 and 8.2 qualify). The
+// guarantee is the same: the result replaces the record only while it is still exactly our claim.
+// The server then runs one SET instead of a script that calls GET and SET (INFO commandstats
+// counts 2 commands per first execution instead of 4). Default off. On a server without IFEQ the
+// first store answers a syntax error, which writes nothing; the guard then uses the script for
+// good, so a wrong setting costs one round trip per environment, never a result. A full server
+// (maxmemory with noeviction) refuses the SET; that store goes through the script, which may
+// still write.
+func WithConditionalSet(enabled bool) Option { return func(o *options) { o.condSet = enabled } }
 
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }

@@ -22,6 +22,8 @@ type backend struct {
 	prefix    string
 	// advance lets d pass in the store's clock, so TTLs run out.
 	advance func(d time.Duration)
+	// opts are given to every guard, before a test's own.
+	opts []Option
 }
 
 func miniredisBackend(t *testing.T) backend {
@@ -60,6 +62,7 @@ func valkeyBackend(t *testing.T) backend {
 		},
 		prefix:  "idem",
 		advance: time.Sleep,
+		opts:    []Option{WithConditionalSet(true)},
 	}
 }
 
@@ -78,7 +81,7 @@ func clusterBackend(t *testing.T) backend {
 
 func (b backend) guard(t *testing.T, c redis.UniversalClient, opts ...Option) *Guard {
 	t.Helper()
-	g, err := New(c, append([]Option{WithPrefix(b.prefix)}, opts...)...)
+	g, err := New(c, append(append([]Option{WithPrefix(b.prefix)}, b.opts...), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

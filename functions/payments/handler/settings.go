@@ -137,7 +137,7 @@ func readSettings(getenv func(string) string, needLedger bool) (settings, error)
 }
 
 // idemEnv lists the variables idem.OptionsFromEnv reads.
-var idemEnv = []string{"IDEM_KEY_PREFIX", "IDEM_RESULT_TTL", "IDEM_LOCK_TTL"}
+var idemEnv = []string{"IDEM_KEY_PREFIX", "IDEM_RESULT_TTL", "IDEM_LOCK_TTL", "IDEM_FAIL_OPEN", "IDEM_CONDITIONAL_SET"}
 
 // guardOptionsFromEnv wraps idem.OptionsFromEnv, turning its error into a *SettingError that
 // names the variable at fault.
