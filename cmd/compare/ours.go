@@ -250,18 +250,27 @@ func (m *measurer) openClient(ctx context.Context, inFlight int) (*redisconn.Con
 	if err != nil {
 		return nil, err
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, inFlight)
-	for range max(inFlight, 1) {
-		wg.Go(func() { errs <- conn.Client.Ping(ctx).Err() })
+	// Hold inFlight connections at once, so the pool keeps that many open: a request measured
+	// later never dials (a dial's HELLO would count as one of its commands).
+	c, ok := conn.Client.(*redis.Client)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("compare: want a standalone client, got %T", conn.Client)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
+	var held []*redis.Conn
+	for range max(inFlight, 1) {
+		h := c.Conn()
+		held = append(held, h)
+		if err := h.Ping(ctx).Err(); err != nil {
+			for _, h := range held {
+				h.Close()
+			}
 			conn.Close()
 			return nil, err
 		}
+	}
+	for _, h := range held {
+		h.Close()
 	}
 	conn.Client.AddHook(&m.sent)
 	return conn, nil
