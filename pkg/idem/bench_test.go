@@ -102,8 +102,9 @@ var benchResult = Result{Status: 200, Headers: map[string]string{"content-type":
 
 func benchWork(context.Context) (Result, error) { return benchResult, nil }
 
+// newBenchGuard returns a guard as the functions build it, with the conditional SET on Valkey.
 func newBenchGuard(b *testing.B, c benchConn) *Guard {
-	g, err := New(c.Client)
+	g, err := New(c.Client, WithConditionalSet(os.Getenv("IDEM_BENCH_SERVER") == "valkey"))
 	if err != nil {
 		b.Fatal(err)
 	}
