@@ -128,8 +128,26 @@ type emulator struct {
 }
 
 // startEmulator runs bootstrap under the emulator with env (and the Lambda variables the
-// function's template settings imply) and stops it, with the function, at cleanup.
+// function's template settings imply) and stops it, with the function, at cleanup. A port picked
+// free can be taken by another test's server before the emulator binds it, so the emulator must
+// answer HTTP while still running; otherwise it is started again on new ports, up to 3 times.
 func startEmulator(t *testing.T, f samtemplate.Function, bootstrap string, env map[string]string) *emulator {
+	t.Helper()
+	var last string
+	for range 3 {
+		e, why := tryEmulator(t, f, bootstrap, env)
+		if e != nil {
+			return e
+		}
+		last = why
+	}
+	testsupport.Unavailable(t, "the Runtime Interface Emulator did not start: %s", last)
+	return nil
+}
+
+// tryEmulator starts the emulator once on fresh ports. It returns the running emulator, or nil
+// and why not.
+func tryEmulator(t *testing.T, f samtemplate.Function, bootstrap string, env map[string]string) (*emulator, string) {
 	t.Helper()
 	rie := rieBinary(t)
 	port, apiPort := freePort(t), freePort(t)
@@ -153,34 +171,47 @@ func startEmulator(t *testing.T, f samtemplate.Function, bootstrap string, env m
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	e := &emulator{name: f.LogicalID, url: "http://127.0.0.1:" + strconv.Itoa(port) + invokePath, output: &syncBuffer{}}
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	e := &emulator{name: f.LogicalID, url: base + invokePath, output: &syncBuffer{}}
 	cmd.Stdout, cmd.Stderr = e.output, e.output
 	if err := cmd.Start(); err != nil {
 		testsupport.Unavailable(t, "start the Runtime Interface Emulator: %v", err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
+	stop := func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
-		if t.Failed() {
-			t.Logf("%s under the emulator:\n%s", f.LogicalID, e.output)
-		}
-	})
+	}
+	// Any HTTP answer to a path that invokes nothing shows an HTTP server on the port.
+	probe := &http.Client{Timeout: 500 * time.Millisecond}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond)
-		if err == nil {
-			conn.Close()
-			return e
+		if resp, err := probe.Get(base + "/"); err == nil {
+			resp.Body.Close()
+			time.Sleep(50 * time.Millisecond)
+			select {
+			case <-exited:
+				// Someone else's server answered: the emulator could not bind the port.
+				return nil, fmt.Sprintf("port %d answered but the emulator exited:\n%s", port, e.output)
+			default:
+			}
+			t.Cleanup(func() {
+				stop()
+				if t.Failed() {
+					t.Logf("%s under the emulator:\n%s", f.LogicalID, e.output)
+				}
+			})
+			return e, ""
 		}
 		select {
 		case <-exited:
-			testsupport.Unavailable(t, "the Runtime Interface Emulator exited at start:\n%s", e.output)
+			return nil, fmt.Sprintf("the emulator exited at start:\n%s", e.output)
 		default:
 		}
 		if time.Now().After(deadline) {
-			testsupport.Unavailable(t, "the Runtime Interface Emulator did not listen on %d:\n%s", port, e.output)
+			stop()
+			return nil, fmt.Sprintf("the emulator did not answer on %d:\n%s", port, e.output)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
