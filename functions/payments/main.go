@@ -21,6 +21,8 @@ import (
 )
 
 func main() {
+	// go-redis's own notices (pool, reconnects) as JSON lines too: one object per log line.
+	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", handler.FunctionName))
 	h, err := handler.New(context.Background(), os.Getenv)
 	if err != nil {
 		logInitFailure(os.Stdout, err)

@@ -16,9 +16,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemlambda/idem/functions/webhook/handler"
+	"github.com/idemlambda/idem/pkg/redisconn"
 )
 
 func main() {
+	// go-redis's own notices (pool, reconnects) as JSON lines too: one object per log line.
+	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", os.Getenv(handler.EnvFunctionName)))
 	h, err := handler.New(context.Background(), os.Getenv)
 	if err != nil {
 		// One line naming the variable, then a non-zero exit: Lambda reports the init failure
