@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -163,44 +164,83 @@ func TestSlowRedisDeadlinesHold(t *testing.T) {
 
 	t.Run("DroppedConnections", func(t *testing.T) {
 		f, rec := newSlowFleet(t)
-		stop := make(chan struct{})
-		var drops atomic.Int32
-		go func() {
-			tick := time.NewTicker(15 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					proxy.Drop()
-					drops.Add(1)
-				}
-			}
-		}()
-		evs := stream(t, f, "evt_drops", 60, 4, 20*time.Millisecond, 100*time.Millisecond, stop)
-		attempts, xs := rec.snapshot()
-		checkGuarded(t, xs)
-		notStored := f.notStored()
-		perEvent := byEvent(xs)
-		var twice int
-		for _, ev := range evs {
-			n := len(perEvent[ev.id])
-			if n > 1 {
-				twice++
-			}
-			if n < 1 || n > 1+notStored[ev.id] {
-				t.Errorf("event %s executed %d times with %d results not stored", ev.id, n, notStored[ev.id])
-			}
-		}
-		for _, a := range attempts {
-			if a.status != 200 && a.status != 409 && a.status != 503 {
-				t.Errorf("attempt on %s answered %d; want 200, 409 or 503", a.event, a.status)
-			}
-		}
-		t.Logf("%d connection drops during %d events x 4 copies: %s; events executed twice: %d; results not stored: %d",
-			drops.Load(), len(evs), formatCounts(tally(attempts)), twice, len(notStored))
+		droppedConnections(t, f, rec, proxy)
 	})
+}
+
+// TestDroppedConnectionsWithConditionalSet runs the dropped-connections stream against Valkey 8.1
+// with IDEM_CONDITIONAL_SET=true, where results are stored with SET ... IFEQ: a store whose reply
+// is lost is retried by the client and recognised as our own result, as the script's is.
+func TestDroppedConnectionsWithConditionalSet(t *testing.T) {
+	srv := testsupport.StartValkey(t)
+	admin := srv.NewClient()
+	proxy := testsupport.StartProxy(t, srv.Addr())
+	rec := &recorder{checkClaim: claimChecker(admin, prefix)}
+	f := newFleet(t, rec, 5*time.Second)
+	for range 4 {
+		f.add(map[string]string{"REDIS_URL": "redis://" + proxy.Addr(), "IDEM_LOCK_TTL": "3s", "IDEM_CONDITIONAL_SET": "true"})
+	}
+	droppedConnections(t, f, rec, proxy)
+	// Every completion was a SET ... IFEQ: no script ran (a release after failed work would run
+	// one, but every attempt above answered 200, 409 or 503, none 500).
+	stats, err := admin.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(stats, "\n") {
+		if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
+			t.Errorf("a script ran on the server: %s; want every store to be a conditional SET", strings.TrimSpace(line))
+		}
+	}
+}
+
+// droppedConnections drops every connection through proxy every 15 ms while a stream of
+// duplicates runs through the fleet: go-redis retries on a fresh connection and the core
+// recognises its own claim and its own stored result, so nothing runs twice unless a result
+// could not be stored.
+func droppedConnections(t *testing.T, f *fleet, rec *recorder, proxy *testsupport.Proxy) {
+	t.Helper()
+	stop := make(chan struct{})
+	var drops atomic.Int32
+	go func() {
+		tick := time.NewTicker(15 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				proxy.Drop()
+				drops.Add(1)
+			}
+		}
+	}()
+	evs := stream(t, f, "evt_drops", 60, 4, 20*time.Millisecond, 100*time.Millisecond, stop)
+	attempts, xs := rec.snapshot()
+	for _, x := range xs {
+		if x.claim != claimHeld {
+			t.Errorf("event %s executed by attempt %d with its record %s; want an in-progress claim", x.event, x.attempt, x.claim)
+		}
+	}
+	notStored := f.notStored()
+	perEvent := byEvent(xs)
+	var twice int
+	for _, ev := range evs {
+		n := len(perEvent[ev.id])
+		if n > 1 {
+			twice++
+		}
+		if n < 1 || n > 1+notStored[ev.id] {
+			t.Errorf("event %s executed %d times with %d results not stored", ev.id, n, notStored[ev.id])
+		}
+	}
+	for _, a := range attempts {
+		if a.status != 200 && a.status != 409 && a.status != 503 {
+			t.Errorf("attempt on %s answered %d; want 200, 409 or 503", a.event, a.status)
+		}
+	}
+	t.Logf("%d connection drops during %d events x 4 copies: %s; events executed twice: %d; results not stored: %d",
+		drops.Load(), len(evs), formatCounts(tally(attempts)), twice, len(notStored))
 }
 
 // stream sends n events, one every spacing, each as copies deliveries at once to different
