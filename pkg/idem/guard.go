@@ -52,6 +52,7 @@ func New(client Client, opts ...Option) (*Guard, error) {
 		return nil, err
 	}
 	scripts := &scriptRunner{client: client}
+	scripts.plain.Store(o.plainScripts)
 	g := &Guard{client: client, scripts: scripts, completer: &completer{client: client, scripts: scripts}, opts: o}
 	if o.condSet {
 		g.completer.mode.Store(completeBySet)

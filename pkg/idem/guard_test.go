@@ -187,40 +187,49 @@ func commandStats(t *testing.T, c *redis.Client) map[string]int64 {
 	return stats
 }
 
-func TestScriptsAreSentOnlyWhenTheServerLacksThem(t *testing.T) {
+// A guard sends a script's source on its first call (one round trip, like EVALSHA, and no NOSCRIPT
+// on a server that never saw it), then its SHA, and the source again only after NOSCRIPT.
+func TestScriptSourceIsSentOnFirstUseAndAfterNoScript(t *testing.T) {
 	srv := testsupport.StartRedis(t)
 	mr := miniredis.RunT(t)
 	for i, tc := range []struct {
 		name string
 		addr string
 		opts []Option
-		// Round trips of the first call: the claim, with WithConditionalSet a SET ... IFEQ (which
-		// a server without it answers with a syntax error, once per guard), then EVALSHA
-		// (NOSCRIPT) and EVAL, and on miniredis the plain script as well.
+		// Round trips of a new guard's first call on a server that never saw the scripts: the
+		// claim, with WithConditionalSet a SET ... IFEQ (which a server without it answers with a
+		// syntax error, once per guard), then EVAL with the source, and on miniredis, unless told,
+		// the flagged script it refuses before the plain one.
 		first int
 		// Round trips of the first call after SCRIPT FLUSH.
 		flushed int
+		// What the second call sends.
+		second string
 	}{
-		{"redis-server 7", srv.Addr(), nil, 3, 3},
-		{"redis-server 7, conditional SET chosen but missing", srv.Addr(), []Option{WithConditionalSet(true)}, 4, 3},
-		{"miniredis, no shebang flags", mr.Addr(), nil, 5, 3},
-		{"miniredis, conditional SET chosen but missing", mr.Addr(), []Option{WithConditionalSet(true)}, 6, 3},
-		{"valkey-server 8.1, conditional SET: no script", testsupport.StartValkey(t).Addr(), []Option{WithConditionalSet(true)}, 2, 2},
+		{"redis-server 7", srv.Addr(), nil, 2, 3, "set evalsha"},
+		{"redis-server 7, conditional SET chosen but missing", srv.Addr(), []Option{WithConditionalSet(true)}, 3, 3, "set evalsha"},
+		{"miniredis, shebang refused", mr.Addr(), nil, 3, 3, "set evalsha"},
+		{"miniredis, WithoutScriptFlags", mr.Addr(), []Option{WithoutScriptFlags()}, 2, 3, "set evalsha"},
+		{"miniredis, conditional SET chosen but missing", mr.Addr(), []Option{WithConditionalSet(true)}, 4, 3, "set evalsha"},
+		{"valkey-server 8.1, conditional SET: no script", testsupport.StartValkey(t).Addr(), []Option{WithConditionalSet(true)}, 2, 2, "set set"},
 	} {
 		scope := fmt.Sprintf("s%d", i)
 		t.Run(tc.name, func(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: tc.addr})
 			defer c.Close()
 			c.ScriptFlush(context.Background())
+			log := &commandLog{}
+			c.AddHook(log)
 			g, _ := New(c, tc.opts...)
 			ctx := context.Background()
 			out, err := g.Do(ctx, Key{Scope: scope, ID: "1"}, Fingerprint{}, okWork("x"))
 			if err != nil || out.Kind != Executed || out.RoundTrips != tc.first {
-				t.Fatalf("unknown script: %v %v, %d round trips; want %d", out.Kind, err, out.RoundTrips, tc.first)
+				t.Fatalf("unknown script: %v %v, %d round trips; want %d (sent %v)", out.Kind, err, out.RoundTrips, tc.first, log.take())
 			}
+			log.take()
 			out, _ = g.Do(ctx, Key{Scope: scope, ID: "2"}, Fingerprint{}, okWork("x"))
-			if out.RoundTrips != 2 {
-				t.Fatalf("known script: %d round trips, want 2", out.RoundTrips)
+			if sent := strings.Join(log.take(), " "); out.RoundTrips != 2 || sent != tc.second {
+				t.Fatalf("known script: %d round trips, sent %q; want 2, %q", out.RoundTrips, sent, tc.second)
 			}
 			c.ScriptFlush(ctx)
 			if out, _ = g.Do(ctx, Key{Scope: scope, ID: "3"}, Fingerprint{}, okWork("x")); out.Kind != Executed || out.RoundTrips != tc.flushed {

@@ -24,6 +24,7 @@ type options struct {
 	maxResultSize int
 	failOpen      bool
 	condSet       bool
+	plainScripts  bool
 	cacheSize     int
 	cacheTTL      time.Duration
 	now           func() time.Time
@@ -92,6 +93,12 @@ func WithLocalCache(size int, ttl time.Duration) Option {
 // (maxmemory with noeviction) refuses the SET; that store goes through the script, which may
 // still write.
 func WithConditionalSet(enabled bool) Option { return func(o *options) { o.condSet = enabled } }
+
+// WithoutScriptFlags sends the scripts without their shebang line (#!lua flags=allow-oom), for
+// servers that cannot compile it, such as the embedded miniredis of a local run (which has no
+// memory limit to allow past). Without it such a server costs one refused script per guard
+// before the guard finds out by itself. Never needed for Redis 7+ or Valkey.
+func WithoutScriptFlags() Option { return func(o *options) { o.plainScripts = true } }
 
 // WithClock replaces time.Now, for tests.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -43,36 +44,55 @@ const (
 	scriptResultKept  = -2
 )
 
-// scriptRunner calls scripts by SHA and remembers whether the server understands shebang flags.
+// scriptRunner calls scripts and remembers whether the server understands shebang flags.
 type scriptRunner struct {
 	client Client
 	plain  atomic.Bool
+	// sent holds the scripts whose source this runner has had a server compile.
+	sent sync.Map // *redis.Script -> struct{}
 }
 
-// run calls a script by SHA and sends its source only when the server does not know it yet
-// (NOSCRIPT: a new server, a failover or SCRIPT FLUSH). A server that cannot compile the shebang
-// line gets the plain body from then on. It returns the script's reply and the number of round
-// trips it took.
+// run calls a script. A server that cannot compile the shebang line gets the plain body from
+// then on. It returns the script's reply and the number of round trips it took.
 func (r *scriptRunner) run(ctx context.Context, s script, keys []string, args ...any) (int64, int, error) {
 	if s.flagged == s.plain || r.plain.Load() {
-		return evalBySHA(ctx, r.client, s.plain, keys, args...)
+		return r.eval(ctx, s.plain, keys, args...)
 	}
-	n, trips, err := evalBySHA(ctx, r.client, s.flagged, keys, args...)
+	n, trips, err := r.eval(ctx, s.flagged, keys, args...)
 	if err == nil || !redis.HasErrorPrefix(err, "Error compiling script") {
 		return n, trips, err
 	}
 	r.plain.Store(true)
-	n, more, err := evalBySHA(ctx, r.client, s.plain, keys, args...)
+	n, more, err := r.eval(ctx, s.plain, keys, args...)
 	return n, trips + more, err
 }
 
-func evalBySHA(ctx context.Context, c Client, s *redis.Script, keys []string, args ...any) (int64, int, error) {
-	n, err := s.EvalSha(ctx, c, keys, args...).Int64()
+// eval sends a script's source (EVAL) the first time this runner calls it, and its SHA
+// (EVALSHA) after that. The first call costs one round trip either way, and a server that never
+// saw the script (a new or restarted server, the embedded one of a local run) needs no NOSCRIPT
+// round trip. EVALSHA falls back to EVAL after NOSCRIPT (a failover, SCRIPT FLUSH, another
+// cluster node).
+func (r *scriptRunner) eval(ctx context.Context, s *redis.Script, keys []string, args ...any) (int64, int, error) {
+	if _, ok := r.sent.Load(s); !ok {
+		n, err := s.Eval(ctx, r.client, keys, args...).Int64()
+		if err == nil || isReply(err) {
+			r.sent.Store(s, struct{}{})
+		}
+		return n, 1, err
+	}
+	n, err := s.EvalSha(ctx, r.client, keys, args...).Int64()
 	if err == nil || !isNoScript(err) {
 		return n, 1, err
 	}
-	n, err = s.Eval(ctx, c, keys, args...).Int64()
+	n, err = s.Eval(ctx, r.client, keys, args...).Int64()
 	return n, 2, err
+}
+
+// isReply reports whether err is the server's answer (an error reply or a nil reply) rather than
+// a failure to reach it.
+func isReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 func isNoScript(err error) bool {

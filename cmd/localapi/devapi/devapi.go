@@ -35,6 +35,7 @@ import (
 	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 	paymentshandler "github.com/idemlambda/idem/functions/payments/handler"
 	webhookhandler "github.com/idemlambda/idem/functions/webhook/handler"
+	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/redisconn"
 )
 
@@ -135,6 +136,11 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 			return nil, fmt.Errorf("devapi: a secret is given for %q, which no webhook function of %s serves", provider, t.Path)
 		}
 	}
+	// The embedded Redis cannot compile the scripts' shebang line: send them without it.
+	var guardOpts []idem.Option
+	if a.Redis.Embedded() {
+		guardOpts = append(guardOpts, idem.WithoutScriptFlags())
+	}
 	for _, f := range t.Functions {
 		local, fixed := localEnv(f, cfg.Secrets)
 		getenv := func(name string) string {
@@ -150,7 +156,8 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		switch f.Code {
 		case samtemplate.Webhook:
 			wh, err := webhookhandler.New(ctx, getenv,
-				webhookhandler.WithRedis(a.Redis.Client), webhookhandler.WithLogOutput(cfg.LogOutput))
+				webhookhandler.WithRedis(a.Redis.Client), webhookhandler.WithLogOutput(cfg.LogOutput),
+				webhookhandler.WithGuardOptions(guardOpts...))
 			if err != nil {
 				_ = a.Close()
 				return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)
@@ -159,7 +166,8 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 			h = wh.Handle
 		case samtemplate.Payments:
 			ph, err := paymentshandler.New(ctx, getenv,
-				paymentshandler.WithRedis(a.Redis.Client), paymentshandler.WithLogOutput(cfg.LogOutput))
+				paymentshandler.WithRedis(a.Redis.Client), paymentshandler.WithLogOutput(cfg.LogOutput),
+				paymentshandler.WithGuardOptions(guardOpts...))
 			if err != nil {
 				_ = a.Close()
 				return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)

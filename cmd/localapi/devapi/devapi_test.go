@@ -3,6 +3,7 @@ package devapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -142,5 +143,33 @@ func TestExtraSecretsAreAcceptedBesidesTheDevelopmentSecret(t *testing.T) {
 	})
 	if err == nil {
 		t.Error("a secret for a provider no function serves was accepted")
+	}
+}
+
+// On the fresh embedded Redis of a local run, the first delivery of the first request already
+// costs the budget's 2 round trips: the scripts go out as source, without the shebang line the
+// embedded server cannot compile.
+func TestFirstDeliveryOnAFreshEmbeddedRedisCostsTwoRoundTrips(t *testing.T) {
+	var logs testsupport.Buffer
+	cfg := devapi.Config{Getenv: func(string) string { return "" }, Template: "../../../template.yaml", LogOutput: &logs, AccessLog: io.Discard}
+	api, err := devapi.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer func() { srv.Close(); api.Close() }()
+	if status := deliver(t, srv.URL, "stripe", devapi.DevSecret("stripe"), "evt_fresh_1"); status != 200 {
+		t.Fatalf("first delivery: %d", status)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"outcome":"executed"`) {
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if line == nil || line["redis_round_trips"] != float64(2) {
+		t.Fatalf("first delivery's log line %v; want redis_round_trips 2\n%s", line, logs.String())
 	}
 }

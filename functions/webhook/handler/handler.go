@@ -197,9 +197,10 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		client = h.conn.Client
 		if h.conn.Embedded() {
 			logger.Info("no REDIS_URL outside Lambda: using an embedded in-process Redis", "addr", h.conn.Addr())
+			idemOpts = append(idemOpts, idem.WithoutScriptFlags())
 		}
 	}
-	if h.guard, err = idem.New(client, idemOpts...); err != nil {
+	if h.guard, err = idem.New(client, append(idemOpts, o.guardOpts...)...); err != nil {
 		_ = h.Close()
 		return nil, fmt.Errorf("webhook: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/redisconn"
 	"github.com/idemlambda/idem/pkg/sink"
 )
@@ -23,6 +24,7 @@ type options struct {
 	secrets       []string
 	secretsSet    bool
 	secretsClient redisconn.SecretsClient
+	guardOpts     []idem.Option
 }
 
 // WithRedis makes the handler use c instead of the client redisconn.Open builds from the REDIS_*
@@ -33,6 +35,12 @@ func WithRedis(c redis.UniversalClient) Option { return func(o *options) { o.red
 // WithRedis), e.g. redisconn.WithTimeouts or redisconn.WithRootCAs.
 func WithRedisOptions(opts ...redisconn.Option) Option {
 	return func(o *options) { o.redisOpts = append(o.redisOpts, opts...) }
+}
+
+// WithGuardOptions adds opts to the idempotency guard's options, after those of the IDEM_*
+// variables (e.g. idem.WithoutScriptFlags for an embedded Redis passed with WithRedis).
+func WithGuardOptions(opts ...idem.Option) Option {
+	return func(o *options) { o.guardOpts = append(o.guardOpts, opts...) }
 }
 
 // WithSink makes the handler forward events to s instead of the sink sink.FromEnv builds from
