@@ -6,7 +6,9 @@
 // the same command returns the record already there when the key is taken, so observing a
 // duplicate costs no extra round trip. After the work succeeds, one Lua script replaces the
 // in-progress record with the result, but only while the owner token is still ours; after a
-// failure, one Lua script deletes the record under the same condition. The budget is therefore:
+// failure, one Lua script deletes the record under the same condition. With WithConditionalSet,
+// on Valkey 8.1+ or Redis 8.4+, the completion is one plain SET ... IFEQ <claim> instead of the
+// script, with the same guarantee. The budget is therefore:
 //
 //	first execution        2 round trips (claim, complete)
 //	replay of a result     1 round trip  (claim observes the completed record)
