@@ -49,14 +49,6 @@ func TestSlowRedisDeadlinesHold(t *testing.T) {
 		}
 		return f, rec
 	}
-	checkGuarded := func(t *testing.T, xs []execution) {
-		t.Helper()
-		for _, x := range xs {
-			if x.claim != claimHeld {
-				t.Errorf("event %s executed by attempt %d with its record %s; want an in-progress claim", x.event, x.attempt, x.claim)
-			}
-		}
-	}
 
 	t.Run("LatencyBelowTimeouts", func(t *testing.T) {
 		f, rec := newSlowFleet(t)
@@ -217,11 +209,7 @@ func droppedConnections(t *testing.T, f *fleet, rec *recorder, proxy *testsuppor
 	}()
 	evs := stream(t, f, "evt_drops", 60, 4, 20*time.Millisecond, 100*time.Millisecond, stop)
 	attempts, xs := rec.snapshot()
-	for _, x := range xs {
-		if x.claim != claimHeld {
-			t.Errorf("event %s executed by attempt %d with its record %s; want an in-progress claim", x.event, x.attempt, x.claim)
-		}
-	}
+	checkGuarded(t, xs)
 	notStored := f.notStored()
 	perEvent := byEvent(xs)
 	var twice int
@@ -241,6 +229,17 @@ func droppedConnections(t *testing.T, f *fleet, rec *recorder, proxy *testsuppor
 	}
 	t.Logf("%d connection drops during %d events x 4 copies: %s; events executed twice: %d; results not stored: %d",
 		drops.Load(), len(evs), formatCounts(tally(attempts)), twice, len(notStored))
+}
+
+// checkGuarded fails the test for every execution that started without its in-progress claim in
+// Redis.
+func checkGuarded(t *testing.T, xs []execution) {
+	t.Helper()
+	for _, x := range xs {
+		if x.claim != claimHeld {
+			t.Errorf("event %s executed by attempt %d with its record %s; want an in-progress claim", x.event, x.attempt, x.claim)
+		}
+	}
 }
 
 // stream sends n events, one every spacing, each as copies deliveries at once to different

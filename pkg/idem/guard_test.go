@@ -165,7 +165,7 @@ func TestServerCountedCommandsPerRequest(t *testing.T) {
 }
 
 // commandStats returns calls per command from INFO commandstats.
-func commandStats(t *testing.T, c *redis.Client) map[string]int64 {
+func commandStats(t testing.TB, c *redis.Client) map[string]int64 {
 	t.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {

@@ -141,11 +141,17 @@ func StartRedis(t testing.TB, args ...string) *RedisServer {
 	if err != nil {
 		Unavailable(t, "redis-server not found in PATH: %v", err)
 	}
-	dir := t.TempDir()
-	base := []string{"--bind", "127.0.0.1", "--protected-mode", "no", "--save", "", "--appendonly", "no", "--dir", dir}
+	return startPrivate(t, bin, args)
+}
+
+// startPrivate starts bin (redis-server or valkey-server) on a free loopback port without
+// persistence, with args appended, as StartRedis documents.
+func startPrivate(t testing.TB, bin string, args []string) *RedisServer {
+	t.Helper()
+	base := []string{"--bind", "127.0.0.1", "--protected-mode", "no", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}
 	s, err := startRedisServer(t, bin, append(base, args...), func(map[int]bool) (int, error) { return freePort() })
 	if err != nil {
-		Unavailable(t, "redis-server did not start: %v", err)
+		Unavailable(t, "%s did not start: %v", filepath.Base(bin), err)
 	}
 	return s
 }
@@ -165,13 +171,7 @@ func StartValkey(t testing.TB, args ...string) *RedisServer {
 	if err != nil {
 		Unavailable(t, "%v", err)
 	}
-	dir := t.TempDir()
-	base := []string{"--bind", "127.0.0.1", "--protected-mode", "no", "--save", "", "--appendonly", "no", "--dir", dir}
-	s, err := startRedisServer(t, bin, append(base, args...), func(map[int]bool) (int, error) { return freePort() })
-	if err != nil {
-		Unavailable(t, "valkey-server did not start: %v", err)
-	}
-	return s
+	return startPrivate(t, bin, args)
 }
 
 // valkeyServer finds the valkey-server binary StartValkey runs.
