@@ -21,12 +21,19 @@
 //	no event id (dedupe key)                         400     missing_event_id            no
 //	event id unusable as a key (too long, control)   400     invalid_event_id            no
 //	Slack url_verification                           200     {"challenge": ...}          no
-//	first delivery, forwarded                        200     {"received": true, "id", "type"}
+//	first delivery, forwarded                        200     {"received": true, "id", "delivery_id", "type"}
 //	duplicate after completion                       200     same body, idempotent-replayed: true
 //	duplicate while the first is in progress         409     in_progress, retry-after
 //	same event id, different payload                 422     event_id_reused
 //	Redis unreachable                                503     store_unavailable, retry-after
 //	sink or processing failed (claim released)       500     processing_failed
+//
+// A delivery's key is the provider's signed identity (webhook.Event.ID): the signed event id,
+// or for GitHub and Shopify, whose signature covers the body only, the body's SHA-256. A signed
+// body seen before is therefore a replay (or, for a signed id with another payload, a
+// mismatch) whatever unsigned delivery id or event type comes with it; the sink event names
+// those unsigned fields, and delivery_id appears in the receipt only for those two providers.
+// Errors and ids reach the request's log line bounded by obs.LogRequest.
 //
 // When the event was forwarded but its result could not be stored (the claim expired, or
 // Redis failed between claim and completion), the answer is still 200, since a failure would
