@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
@@ -198,27 +201,41 @@ func TestHugeSignatureHeaderGivesAShortLogLine(t *testing.T) {
 func TestAmbiguousBodyIDIsRejectedWithoutTouchingRedis(t *testing.T) {
 	for provider, member := range map[string]string{"stripe": "id", "slack": "event_id"} {
 		t.Run(provider, func(t *testing.T) {
-			hs := newHarness(t, provider, harnessConfig{})
-			for _, body := range []string{
-				`{"` + member + `":"evt_A","type":"event_callback","` + member + `":"evt_B"}`,
-				`{"` + member + `":"evt_A\ud800","type":"event_callback"}`,
-				`{"` + member + `":"evt_A\udfff\ud800","type":"event_callback"}`,
-				`{"` + member + `":"evt_A` + "\xc3\x28" + `","type":"event_callback"}`,
-			} {
-				d := delivery{provider: provider, body: []byte(body), headers: map[string]string{"content-type": "application/json"}}
-				wantStatus(t, hs.deliver(t, d), 400, "invalid_payload")
+			// The shared real Redis, whose commands the client counts, and a miniredis,
+			// whose commands the server counts.
+			mr := miniredis.RunT(t)
+			mrc := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+			t.Cleanup(func() { mrc.Close() })
+			for _, hs := range []*harness{newHarness(t, provider, harnessConfig{}), newHarness(t, provider, harnessConfig{rdb: mrc})} {
+				checkAmbiguousBodies(t, hs, provider, member)
 			}
-			if n := hs.counter.commands.Load(); n != 0 {
-				t.Errorf("%d Redis commands for ambiguous ids, want none", n)
-			}
-			if n := hs.sink.attempts(); n != 0 {
-				t.Errorf("sink called %d times", n)
-			}
-			for _, l := range hs.logs.requests(t) {
-				if l["outcome"] != "rejected" || l["reason"] != "invalid_payload" || l["redis_round_trips"] != float64(0) {
-					t.Errorf("log line %v", l)
-				}
+			if n := mr.CommandCount(); n != 0 {
+				t.Errorf("miniredis received %d commands, want none", n)
 			}
 		})
+	}
+}
+
+func checkAmbiguousBodies(t *testing.T, hs *harness, provider, member string) {
+	t.Helper()
+	for _, body := range []string{
+		`{"` + member + `":"evt_A","type":"event_callback","` + member + `":"evt_B"}`,
+		`{"` + member + `":"evt_A\ud800","type":"event_callback"}`,
+		`{"` + member + `":"evt_A\udfff\ud800","type":"event_callback"}`,
+		`{"` + member + `":"evt_A` + "\xc3\x28" + `","type":"event_callback"}`,
+	} {
+		d := delivery{provider: provider, body: []byte(body), headers: map[string]string{"content-type": "application/json"}}
+		wantStatus(t, hs.deliver(t, d), 400, "invalid_payload")
+	}
+	if n := hs.counter.commands.Load(); n != 0 {
+		t.Errorf("%d Redis commands for ambiguous ids, want none", n)
+	}
+	if n := hs.sink.attempts(); n != 0 {
+		t.Errorf("sink called %d times", n)
+	}
+	for _, l := range hs.logs.requests(t) {
+		if l["outcome"] != "rejected" || l["reason"] != "invalid_payload" || l["redis_round_trips"] != float64(0) {
+			t.Errorf("log line %v", l)
+		}
 	}
 }
