@@ -66,9 +66,15 @@ func TestCapturedDeliveryResentUnderFreshIDsExecutesOnce(t *testing.T) {
 			if keys := hs.keys(t); len(keys) != 1 {
 				t.Errorf("%d keys under the prefix, want 1: %v", len(keys), keys)
 			}
+			// The key comes from bytes at hand: the budget of round trips is unchanged, 2 for
+			// the first delivery and 1 for each replay.
 			outcomes := map[any]int{}
 			for _, l := range hs.logs.requests(t) {
 				outcomes[l["outcome"]]++
+				want := map[any]float64{"executed": 2, "replayed": 1}[l["outcome"]]
+				if l["redis_round_trips"] != want {
+					t.Errorf("%v with %v round trips, want %v", l["outcome"], l["redis_round_trips"], want)
+				}
 			}
 			if outcomes["executed"] != 1 || outcomes["replayed"] != 6 {
 				t.Errorf("outcomes %v, want 1 executed and 6 replayed", outcomes)
@@ -180,11 +186,18 @@ func TestHugeSignatureHeaderGivesAShortLogLine(t *testing.T) {
 		if resp.StatusCode != 401 {
 			t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 		}
+		longest := 0
 		for line := range strings.Lines(hs.logs.String()) {
+			longest = max(longest, len(line))
 			if len(line) >= 2048 {
 				t.Errorf("log line of %d bytes: %.200s", len(line), line)
 			}
 		}
+		headerBytes := 0
+		for _, v := range req.Headers {
+			headerBytes += len(v)
+		}
+		t.Logf("%s: %d bytes of headers, longest log line %d bytes", pc.name, headerBytes, longest)
 		lines := hs.logs.requests(t)
 		if len(lines) != 1 {
 			t.Fatalf("%d request lines", len(lines))
