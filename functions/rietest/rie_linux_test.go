@@ -35,9 +35,12 @@ func setup(t *testing.T) (*samtemplate.Template, []samples.Sample, map[samtempla
 	return tpl, all, bootstraps(t)
 }
 
-// lambdaEnv is what env.json sets for f, pointed at the shared test Redis under prefix.
+// lambdaEnv is what env.json sets for f, pointed at the shared test Redis under prefix, plus
+// the AWS_SAM_LOCAL=true that sam local adds, without which the development secrets env.json
+// holds are refused inside Lambda.
 func lambdaEnv(f samtemplate.Function, prefix string) map[string]string {
 	env := samples.LambdaEnv(f, "redis://"+testsupport.SharedRedisAddr())
+	env["AWS_SAM_LOCAL"] = "true"
 	env["IDEM_KEY_PREFIX"] = prefix
 	env["LOG_LEVEL"] = "info"
 	return env

@@ -32,6 +32,7 @@ func TestBadSettingsFailInitWithOneLineNamingTheVariable(t *testing.T) {
 	}{
 		{"no provider", lambda, "WEBHOOK_PROVIDER"},
 		{"no secret inside Lambda", append([]string{"WEBHOOK_PROVIDER=stripe"}, lambda...), "WEBHOOK_SECRET"},
+		{"development secret inside Lambda", append([]string{"WEBHOOK_PROVIDER=github", "WEBHOOK_SECRET=dev-github-secret", "REDIS_URL=redis://127.0.0.1:1"}, lambda...), "WEBHOOK_SECRET"},
 		{"no Redis inside Lambda", append([]string{"WEBHOOK_PROVIDER=stripe", "WEBHOOK_SECRET=" + secret}, lambda...), "REDIS_URL"},
 		{"bad tolerance", []string{"WEBHOOK_PROVIDER=slack", "WEBHOOK_SECRET=" + secret, "WEBHOOK_TOLERANCE=soon"}, "WEBHOOK_TOLERANCE"},
 	}

@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Outcomes of a request, the values of Request.Outcome and of the EMF
@@ -147,6 +149,58 @@ var emfMetrics = []emfMetric{
 	{Name: "redis_round_trips", Unit: "Count"},
 }
 
+// Bounds on the request text a request line carries, in bytes as written in
+// the JSON line (escapes counted). An id or error message is the sender's to
+// make long (a header quoted into an error, an oversized event id), and a
+// line must stay readable and cheap whatever a request holds: with both at
+// their bound, a request line stays under 2 KiB.
+const (
+	// MaxIDBytes bounds Request.ID in the line.
+	MaxIDBytes = 256
+	// MaxErrorBytes bounds the text of Request.Err in the line.
+	MaxErrorBytes = 1024
+)
+
+// truncatedMarker follows text that Bound cut; the original length follows it.
+const truncatedMarker = "...(truncated, "
+
+// Bound returns s when it takes at most max bytes once written as a JSON
+// string by log/slog (escapes such as \u0001 counted at their written width);
+// otherwise its longest such prefix, cut between characters, followed by
+// "...(truncated, N bytes)" where N is len(s). The result is always valid
+// UTF-8 where s was.
+func Bound(s string, max int) string {
+	width := 0
+	for i := 0; i < len(s); {
+		w, size := jsonWidth(s[i:])
+		if width+w > max {
+			return s[:i] + truncatedMarker + strconv.Itoa(len(s)) + " bytes)"
+		}
+		width += w
+		i += size
+	}
+	return s
+}
+
+// jsonWidth returns how many bytes the first character of s takes in a JSON
+// string as log/slog writes it, and how many bytes of s it is.
+func jsonWidth(s string) (width, size int) {
+	if b := s[0]; b < utf8.RuneSelf {
+		switch {
+		case b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t':
+			return 2, 1
+		case b < 0x20:
+			return 6, 1 // \u00XX
+		}
+		return 1, 1
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+		return 6, size // \ufffd, \u2028, \u2029
+	}
+	return size, size
+}
+
 // LogRequest writes exactly one line for r: at error level for OutcomeError,
 // info otherwise. The line holds function, provider, outcome, id, status,
 // duration_ms (float), redis_round_trips, reason and error (the empty ones
@@ -154,7 +208,8 @@ var emfMetrics = []emfMetric{
 // document: metrics requests (Count), duration_ms (Milliseconds) and
 // redis_round_trips (Count) in namespace (DefaultNamespace when empty), with
 // the dimension set [function, outcome]. An empty function or outcome is
-// written as "unknown", since CloudWatch rejects empty dimension values.
+// written as "unknown", since CloudWatch rejects empty dimension values. The
+// id and the error are cut by Bound to MaxIDBytes and MaxErrorBytes.
 //
 // The line is written whatever the logger's level: it carries the metrics,
 // which LOG_LEVEL=error must not switch off. The logger must not have an open
@@ -178,7 +233,7 @@ func LogRequest(ctx context.Context, l *slog.Logger, namespace string, r Request
 	}
 	attrs = append(attrs, slog.String("outcome", orUnknown(r.Outcome)))
 	if r.ID != "" {
-		attrs = append(attrs, slog.String("id", r.ID))
+		attrs = append(attrs, slog.String("id", Bound(r.ID, MaxIDBytes)))
 	}
 	attrs = append(attrs,
 		slog.Int("status", r.Status),
@@ -189,7 +244,7 @@ func LogRequest(ctx context.Context, l *slog.Logger, namespace string, r Request
 		attrs = append(attrs, slog.String("reason", r.Reason))
 	}
 	if r.Err != nil {
-		attrs = append(attrs, slog.String("error", r.Err.Error()))
+		attrs = append(attrs, slog.String("error", Bound(r.Err.Error(), MaxErrorBytes)))
 	}
 
 	now := time.Now()

@@ -11,9 +11,12 @@ import (
 
 // Log writes each event as one JSON line:
 //
-//	{"provider":"stripe","id":"evt_1","type":"...","object_id":"...","received_at":"...","body":{...}}
+//	{"provider":"stripe","id":"evt_1","type":"...","object_id":"...","received_at":"...",
+//	 "signed":["id","type","object_id","payload"],"body":{...}}
 //
-// with the verified body embedded as JSON, not as a string. It is the default
+// with the verified body embedded as JSON, not as a string. delivery_id and
+// unsigned appear when the event has them, as in the SQS envelope; "payload"
+// in signed names the body. It is the default
 // sink, for development and for consumers that subscribe to the log group.
 // A Log is safe for concurrent use; each line is written with a single Write.
 type Log struct {
@@ -29,9 +32,12 @@ func NewLog(w io.Writer) *Log {
 type logLine struct {
 	Provider   string          `json:"provider"`
 	ID         string          `json:"id"`
+	DeliveryID string          `json:"delivery_id,omitempty"`
 	Type       string          `json:"type"`
 	ObjectID   string          `json:"object_id"`
 	ReceivedAt time.Time       `json:"received_at,omitzero"`
+	Signed     []string        `json:"signed"`
+	Unsigned   []string        `json:"unsigned,omitempty"`
 	Body       json.RawMessage `json:"body"`
 }
 
@@ -41,9 +47,12 @@ func (l *Log) Send(_ context.Context, e Event) error {
 	b, err := json.Marshal(logLine{
 		Provider:   e.Provider,
 		ID:         e.ID,
+		DeliveryID: e.DeliveryID,
 		Type:       e.Type,
 		ObjectID:   e.ObjectID,
 		ReceivedAt: e.ReceivedAt.UTC(),
+		Signed:     e.Signed(),
+		Unsigned:   e.Unsigned,
 		Body:       rawJSON(e.Body),
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,17 +30,46 @@ import (
 type Event struct {
 	// Provider is the sender's name, e.g. "stripe" or "github".
 	Provider string
-	// ID is the provider's event or delivery id, the dedupe key.
+	// ID is the dedupe key, always derived from signed bytes: the provider's
+	// signed event id (Stripe, Slack, Standard Webhooks), or "sha256:" and
+	// the hex SHA-256 of the body for providers that sign the body only
+	// (GitHub, Shopify). FIFO queues deduplicate on it.
 	ID string
+	// DeliveryID is the provider's own delivery id when the signature does
+	// not cover it (GitHub's x-github-delivery, Shopify's
+	// x-shopify-webhook-id); empty when ID is the provider's id.
+	DeliveryID string
 	// Type is the provider's event type, e.g. "payment_intent.succeeded"; may be empty.
 	Type string
 	// ObjectID identifies the object the event is about (a payment intent, a
 	// repository, an order); may be empty. FIFO queues order events per object.
 	ObjectID string
+	// Unsigned names the metadata fields ("delivery_id", "type",
+	// "object_id") whose values came from request headers the signature does
+	// not cover: whoever captured a delivery could have set them. Every
+	// other field of the event, and the body, was signed.
+	Unsigned []string
 	// ReceivedAt is when the request reached the function.
 	ReceivedAt time.Time
 	// Body is the raw verified request body; it must be JSON.
 	Body []byte
+}
+
+// Signed names the members of the event's envelope whose values come from
+// bytes the provider's signature covers: "id" and "payload" always, and
+// "delivery_id" (when set), "type" and "object_id" unless Unsigned names
+// them. Provider and received_at are the receiver's own and in neither list.
+func (e Event) Signed() []string {
+	signed := []string{"id"}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"delivery_id", e.DeliveryID != ""}, {"type", true}, {"object_id", true}} {
+		if f.set && !slices.Contains(e.Unsigned, f.name) {
+			signed = append(signed, f.name)
+		}
+	}
+	return append(signed, "payload")
 }
 
 // Sink receives verified, first-seen events.
@@ -55,12 +85,17 @@ var ErrTooLarge = errors.New("sink: event too large for destination")
 
 // envelope is the document SQS messages and EventBridge details carry: the
 // event's metadata beside the provider's payload, embedded as JSON.
+// The signed and unsigned members say which of the others a consumer can
+// trust as the provider's (see Event.Signed and Event.Unsigned).
 type envelope struct {
 	Provider   string          `json:"provider"`
 	ID         string          `json:"id"`
+	DeliveryID string          `json:"delivery_id,omitempty"`
 	Type       string          `json:"type"`
 	ObjectID   string          `json:"object_id"`
 	ReceivedAt time.Time       `json:"received_at,omitzero"`
+	Signed     []string        `json:"signed"`
+	Unsigned   []string        `json:"unsigned,omitempty"`
 	Payload    json.RawMessage `json:"payload"`
 }
 
@@ -68,9 +103,12 @@ func encodeEnvelope(e Event) ([]byte, error) {
 	b, err := json.Marshal(envelope{
 		Provider:   e.Provider,
 		ID:         e.ID,
+		DeliveryID: e.DeliveryID,
 		Type:       e.Type,
 		ObjectID:   e.ObjectID,
 		ReceivedAt: e.ReceivedAt.UTC(),
+		Signed:     e.Signed(),
+		Unsigned:   e.Unsigned,
 		Payload:    rawJSON(e.Body),
 	})
 	if err != nil {

@@ -197,3 +197,50 @@ func TestFromEnvBuildsEachSink(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryEnvelopeSaysWhichMembersWereSigned: a GitHub event keyed on its
+// body digest, its delivery id and type taken from unsigned headers, says so
+// in every sink's document; a Stripe event, all signed, lists no unsigned.
+func TestEveryEnvelopeSaysWhichMembersWereSigned(t *testing.T) {
+	github := Event{
+		Provider: "github", ID: "sha256:" + strings.Repeat("ab", 32),
+		DeliveryID: "72d3162e-cc78-11e3-81ab-4c9367dc0958", Type: "push", ObjectID: "octo/repo",
+		Unsigned: []string{"delivery_id", "type"}, ReceivedAt: receivedAt, Body: []byte(`{"zen":"x"}`),
+	}
+	for _, tc := range []struct {
+		e           Event
+		signed      []string
+		unsigned    []string
+		hasDelivery bool
+	}{
+		{testEvent(), []string{"id", "type", "object_id", "payload"}, nil, false},
+		{github, []string{"id", "object_id", "payload"}, []string{"delivery_id", "type"}, true},
+	} {
+		env, err := encodeEnvelope(tc.e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out lockedBuffer
+		if err := NewLog(&out).Send(context.Background(), tc.e); err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range []string{string(env), out.String()} {
+			var got struct {
+				ID         string   `json:"id"`
+				DeliveryID *string  `json:"delivery_id"`
+				Type       string   `json:"type"`
+				Signed     []string `json:"signed"`
+				Unsigned   []string `json:"unsigned"`
+			}
+			if err := json.Unmarshal([]byte(doc), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.ID != tc.e.ID || got.Type != tc.e.Type || fmt.Sprint(got.Signed) != fmt.Sprint(tc.signed) || fmt.Sprint(got.Unsigned) != fmt.Sprint(tc.unsigned) {
+				t.Errorf("%s: %s", tc.e.Provider, doc)
+			}
+			if (got.DeliveryID != nil) != tc.hasDelivery || (tc.hasDelivery && *got.DeliveryID != tc.e.DeliveryID) {
+				t.Errorf("%s: delivery_id in %s", tc.e.Provider, doc)
+			}
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemlambda/idem/pkg/webhook"
 )
@@ -281,6 +282,20 @@ func FuzzEvent(f *testing.F) {
 				}
 			case ev.ID == "":
 				t.Fatalf("%s: accepted with no id: %+v", p.Name(), ev)
+			}
+			// The key is derived from signed bytes: the body's digest where
+			// only the body is signed; an id read from the body is valid text,
+			// so that no two raw ids share it.
+			switch {
+			case ev.Challenge != "":
+			case ev.DeliveryID != "":
+				if ev.ID != webhook.BodyDigestID(body) || ev.Unsigned&webhook.FieldDeliveryID == 0 {
+					t.Fatalf("%s: unsigned delivery id but key %q is not the body digest", p.Name(), ev.ID)
+				}
+			case p.Name() == "stripe" || p.Name() == "slack":
+				if !utf8.ValidString(ev.ID) {
+					t.Fatalf("%s: key %q read from the body is not valid text", p.Name(), ev.ID)
+				}
 			}
 			formDelivery := p.Name() == "github" && strings.HasPrefix(contentType, "application/x-www-form-urlencoded")
 			if !formDelivery && !json.Valid(body) {

@@ -15,13 +15,15 @@ import (
 //	x-hub-signature-256: sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17
 //
 // the hex HMAC-SHA256 of the raw body keyed with the webhook's secret. The
-// legacy SHA-1 X-Hub-Signature is not accepted. No timestamp is signed, so
-// replay protection rests on deduplicating X-GitHub-Delivery, the delivery's
-// GUID, which a redelivery keeps.
+// legacy SHA-1 X-Hub-Signature is not accepted. Neither a timestamp nor the
+// X-GitHub-Delivery GUID nor the X-GitHub-Event name is signed, so replay
+// protection rests on deduplicating the body itself: its digest is the
+// deduplication key (BodyDigestID), which a redelivery, byte for byte the same
+// body, keeps, and which no header sent with a captured body can change.
 const (
 	// GitHubSignatureHeader is the header carrying GitHub's signature.
 	GitHubSignatureHeader = "x-hub-signature-256"
-	// GitHubDeliveryHeader carries the delivery GUID, the deduplication key.
+	// GitHubDeliveryHeader carries the delivery GUID, unsigned: Event.DeliveryID.
 	GitHubDeliveryHeader = "x-github-delivery"
 	// GitHubEventHeader carries the event name ("push", "pull_request", ...).
 	GitHubEventHeader = "x-github-event"
@@ -85,16 +87,17 @@ func (p *githubProvider) Verify(headers map[string]string, body []byte, _ time.T
 	return fmt.Errorf("%w: checked against %d secret(s)", ErrNoValidSignature, len(p.secrets))
 }
 
-// Event takes the delivery GUID and event name from the headers and the
+// Event derives the deduplication key from the signed body (BodyDigestID),
+// takes the delivery GUID and event name from the unsigned headers, and the
 // repository (or organization) from the body. A webhook configured with
 // content type application/x-www-form-urlencoded carries its JSON in the
-// payload form field; the signature covers the form, as sent.
+// payload form field; the signature and the key cover the form, as sent.
 func (p *githubProvider) Event(headers map[string]string, body []byte) (Event, error) {
 	payload := body
 	if mediaType, _, err := mime.ParseMediaType(header(headers, "content-type")); err == nil && mediaType == "application/x-www-form-urlencoded" {
 		form, err := url.ParseQuery(string(body))
 		if err != nil {
-			return Event{}, fmt.Errorf("%w: form body: %v", ErrBadPayload, err)
+			return Event{}, fmt.Errorf("%w: form body: %s", ErrBadPayload, quote(err.Error()))
 		}
 		payload = []byte(form.Get("payload"))
 	}
@@ -102,8 +105,13 @@ func (p *githubProvider) Event(headers map[string]string, body []byte) (Event, e
 	if err != nil {
 		return Event{}, err
 	}
-	ev := Event{ID: header(headers, GitHubDeliveryHeader), Type: header(headers, GitHubEventHeader)}
-	if ev.ID == "" {
+	ev := Event{
+		ID:         BodyDigestID(body),
+		DeliveryID: header(headers, GitHubDeliveryHeader),
+		Type:       header(headers, GitHubEventHeader),
+		Unsigned:   FieldDeliveryID | FieldType,
+	}
+	if ev.DeliveryID == "" {
 		return Event{}, fmt.Errorf("%w: no %s header", ErrNoEventID, GitHubDeliveryHeader)
 	}
 	if repo := obj.obj("repository"); repo != nil {

@@ -129,6 +129,8 @@ func TestGitHubRejectsMalformedOrLegacySignatures(t *testing.T) {
 	}
 }
 
+// TestGitHubEventTakesDeliveryAndEventHeaders: the key comes from the signed
+// body, the delivery GUID and event name from the unsigned headers, marked so.
 func TestGitHubEventTakesDeliveryAndEventHeaders(t *testing.T) {
 	p := mustNew(t, "github", githubSecret)
 	headers := map[string]string{
@@ -136,8 +138,13 @@ func TestGitHubEventTakesDeliveryAndEventHeaders(t *testing.T) {
 		webhook.GitHubDeliveryHeader: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
 		webhook.GitHubEventHeader:    "push",
 	}
-	got, err := p.Event(headers, readFixture(t, "events/github_push.json"))
-	want := webhook.Event{ID: "72d3162e-cc78-11e3-81ab-4c9367dc0958", Type: "push", ObjectID: "Codertocat/Hello-World"}
+	push := readFixture(t, "events/github_push.json")
+	got, err := p.Event(headers, push)
+	want := webhook.Event{
+		ID:         webhook.BodyDigestID(push),
+		DeliveryID: "72d3162e-cc78-11e3-81ab-4c9367dc0958", Type: "push", ObjectID: "Codertocat/Hello-World",
+		Unsigned: webhook.FieldDeliveryID | webhook.FieldType,
+	}
 	if err != nil || got != want {
 		t.Fatalf("Event = %+v, %v; want %+v", got, err, want)
 	}

@@ -41,6 +41,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultTolerance is how far a signed timestamp may lie from the receiver's
@@ -81,14 +82,26 @@ type Provider interface {
 	// the headers other than the signature that the sender sets with it
 	// (delivery id, event type, content type). Merged with Sign's headers, in
 	// either order, it makes a delivery that Verify and Event accept and whose
-	// Event.ID is eventID.
+	// Event.ID is eventID, or, for a sender whose signature does not cover
+	// its id (Event.DeliveryID set), whose Event.DeliveryID is eventID.
 	Sample(eventID string, now time.Time) (body []byte, headers map[string]string)
 }
 
 // Event is what deduplication and routing need from a verified delivery.
 type Event struct {
-	// ID is the deduplication key: the same for every retry of one event.
+	// ID is the deduplication key, the same for every retry of one event and
+	// always derived from signed bytes, so that no header an attacker can
+	// change makes a captured delivery look new. It is the event id the
+	// signature covers (Stripe's and Slack's id in the body, Standard
+	// Webhooks' webhook-id) or, for senders whose signature covers the body
+	// only (GitHub, Shopify), BodyDigestPrefix followed by the hex SHA-256 of
+	// the body.
 	ID string
+	// DeliveryID is the sender's own id for the delivery when the signature
+	// does not cover it and it is therefore not ID: GitHub's
+	// x-github-delivery, Shopify's x-shopify-webhook-id (or
+	// x-shopify-event-id). It is empty when ID is the sender's id.
+	DeliveryID string
 	// Type is the event type: Stripe's and Standard Webhooks' body type,
 	// GitHub's x-github-event, Shopify's x-shopify-topic, Slack's event.type.
 	Type string
@@ -97,9 +110,56 @@ type Event struct {
 	// resource id, Slack team and channel). It suits SQS FIFO message groups.
 	// It may be empty.
 	ObjectID string
+	// Unsigned is the set of fields above whose values come from request
+	// headers the signature does not cover (GitHub's and Shopify's delivery
+	// id and type). Anyone who captured a delivery can change them, so a
+	// consumer must not rely on them for anything the body does not confirm.
+	Unsigned Fields
 	// Challenge is set only for a Slack url_verification request: the caller
 	// answers with it and deduplicates nothing. ID is then empty.
 	Challenge string
+}
+
+// Fields is a set of Event fields, as Event.Unsigned reports them.
+type Fields uint8
+
+// The Event fields a Fields set can name.
+const (
+	// FieldDeliveryID is Event.DeliveryID.
+	FieldDeliveryID Fields = 1 << iota
+	// FieldType is Event.Type.
+	FieldType
+	// FieldObjectID is Event.ObjectID.
+	FieldObjectID
+)
+
+// fieldNames are the names Fields.Names reports, in the order of the bits.
+var fieldNames = [...]string{"delivery_id", "type", "object_id"}
+
+// Names returns the snake_case names of the fields in f ("delivery_id",
+// "type", "object_id"), in that order; nil for the empty set.
+func (f Fields) Names() []string {
+	var names []string
+	for i, name := range fieldNames {
+		if f&(1<<i) != 0 {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// BodyDigestPrefix starts the Event.ID of a sender whose signature covers the
+// body only: "sha256:" and the hex SHA-256 of the body follow.
+const BodyDigestPrefix = "sha256:"
+
+// BodyDigestID returns the deduplication key of a body whose signature covers
+// nothing else: BodyDigestPrefix and the hex SHA-256 of body. A body seen
+// before has the same key whatever headers come with it, so a captured
+// delivery re-sent under a fresh delivery id is a replay, not a new event; and
+// the key is computed from bytes already at hand, with no extra store lookup.
+func BodyDigestID(body []byte) string {
+	sum := sha256.Sum256(body)
+	return BodyDigestPrefix + hex.EncodeToString(sum[:])
 }
 
 // Errors returned by this package. Callers branch on them with errors.Is; the
@@ -201,6 +261,28 @@ func header(headers map[string]string, name string) string {
 	return ""
 }
 
+// maxQuoted bounds the request text an error message quotes: the errors of
+// Verify and Event reach log lines, and request headers are the sender's (or
+// an attacker's) to make as long as they like.
+const maxQuoted = 256
+
+// quote returns s as a Go-quoted string of at most maxQuoted bytes, followed,
+// when it had to be cut, by a marker giving the full length.
+func quote(s string) string {
+	n := len(s)
+	if n > maxQuoted {
+		s = s[:maxQuoted]
+	}
+	q := strconv.Quote(s)
+	if len(q) <= maxQuoted && n <= maxQuoted {
+		return q
+	}
+	if len(q) > maxQuoted {
+		q = q[:maxQuoted]
+	}
+	return q + "...(truncated, " + strconv.Itoa(n) + " bytes)"
+}
+
 // hmacSHA256 returns HMAC-SHA256(key, parts joined without separator).
 func hmacSHA256(key []byte, parts ...[]byte) []byte {
 	mac := hmac.New(sha256.New, key)
@@ -275,7 +357,9 @@ func unixString(t time.Time) string {
 type jsonObject map[string]json.RawMessage
 
 // decodeObject decodes body as a JSON object, or returns an error wrapping
-// ErrBadPayload.
+// ErrBadPayload. A member named twice is an error too: JSON parsers disagree
+// on which one counts (encoding/json keeps the last, others the first), so
+// the deduplication key and what a consumer reads could differ.
 func decodeObject(body []byte) (jsonObject, error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
@@ -283,9 +367,38 @@ func decodeObject(body []byte) (jsonObject, error) {
 	}
 	var obj jsonObject
 	if err := json.Unmarshal(body, &obj); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadPayload, err)
+		return nil, fmt.Errorf("%w: %s", ErrBadPayload, quote(err.Error()))
+	}
+	if err := uniqueMembers(body, len(obj)); err != nil {
+		return nil, err
 	}
 	return obj, nil
+}
+
+// uniqueMembers reports an error wrapping ErrBadPayload when the JSON object
+// body, already known to be valid with n distinct member names, names a
+// member twice. Names are compared decoded, as parsers see them: "id" and
+// "\u0069d" are the same member.
+func uniqueMembers(body []byte, n int) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil { // the opening brace
+		return fmt.Errorf("%w: %s", ErrBadPayload, quote(err.Error()))
+	}
+	members := 0
+	for dec.More() {
+		if _, err := dec.Token(); err != nil {
+			return fmt.Errorf("%w: %s", ErrBadPayload, quote(err.Error()))
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return fmt.Errorf("%w: %s", ErrBadPayload, quote(err.Error()))
+		}
+		members++
+	}
+	if members != n {
+		return fmt.Errorf("%w: the object names a member more than once (%d members, %d names)", ErrBadPayload, members, n)
+	}
+	return nil
 }
 
 // str returns the member key when it is a JSON string, else "".
@@ -299,6 +412,65 @@ func (o jsonObject) str(key string) string {
 		return ""
 	}
 	return s
+}
+
+// idString returns the member key when it is a JSON string, else "". A string
+// that is not valid UTF-8, or holds an escaped surrogate that is not half of
+// a pair (as "\ud800" alone), is an error wrapping ErrBadPayload: decoding
+// would turn each bad sequence into U+FFFD, so distinct ids would share one
+// deduplication key while their raw bytes still reached the consumer.
+func (o jsonObject) idString(key string) (string, error) {
+	raw, ok := o[key]
+	if !ok || len(raw) == 0 || raw[0] != '"' {
+		return "", nil
+	}
+	if !utf8.Valid(raw) || !pairedSurrogates(raw) {
+		return "", fmt.Errorf("%w: %s is not valid UTF-8 text", ErrBadPayload, key)
+	}
+	return o.str(key), nil
+}
+
+// pairedSurrogates reports whether every \u escape of a UTF-16 surrogate in
+// the JSON string literal s is a high surrogate directly followed by an
+// escaped low one.
+func pairedSurrogates(s []byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(s) || s[i] != 'u' {
+			continue // a one-character escape; i now skips it
+		}
+		r, ok := hexRune(s[i+1:])
+		if !ok {
+			return false
+		}
+		i += 4
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return false // a low surrogate with no high one before it
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+2 >= len(s) || s[i+1] != '\\' || s[i+2] != 'u' {
+				return false
+			}
+			low, ok := hexRune(s[i+3:])
+			if !ok || low < 0xDC00 || low > 0xDFFF {
+				return false
+			}
+			i += 6
+		}
+	}
+	return true
+}
+
+// hexRune decodes the four hex digits that start b.
+func hexRune(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 32)
+	return rune(n), err == nil
 }
 
 // obj returns the member key when it is a JSON object, else nil.

@@ -13,16 +13,19 @@ import (
 //	x-shopify-hmac-sha256: Ru+S2Z/XhV5TOreFA6IMwMitMIrG3yqgW/OCVAoYj6I=
 //
 // the standard base64 HMAC-SHA256 of the raw body keyed with the app's client
-// secret (or the webhook signing secret shown in the admin). No timestamp is
-// signed, so replay protection rests on deduplicating X-Shopify-Webhook-Id,
-// which every retry of a delivery keeps; X-Shopify-Event-Id, shared by all
-// deliveries of one event, stands in when it is absent.
+// secret (or the webhook signing secret shown in the admin). Only the body is
+// signed: not a timestamp, not X-Shopify-Webhook-Id (the delivery id every
+// retry keeps; X-Shopify-Event-Id stands in when it is absent), not
+// X-Shopify-Topic. Replay protection therefore rests on deduplicating the body
+// itself: its digest is the deduplication key (BodyDigestID), which a retry,
+// byte for byte the same body, keeps, and no header can change.
 const (
 	// ShopifyHMACHeader is the header carrying Shopify's signature.
 	ShopifyHMACHeader = "x-shopify-hmac-sha256"
-	// ShopifyWebhookIDHeader carries the delivery id, the deduplication key.
+	// ShopifyWebhookIDHeader carries the delivery id, unsigned: Event.DeliveryID.
 	ShopifyWebhookIDHeader = "x-shopify-webhook-id"
-	// ShopifyEventIDHeader carries the event id, the fallback deduplication key.
+	// ShopifyEventIDHeader carries the event id, unsigned: Event.DeliveryID
+	// when ShopifyWebhookIDHeader is absent.
 	ShopifyEventIDHeader = "x-shopify-event-id"
 	// ShopifyTopicHeader carries the topic ("orders/create", ...).
 	ShopifyTopicHeader = "x-shopify-topic"
@@ -81,18 +84,24 @@ func (p *shopifyProvider) Verify(headers map[string]string, body []byte, _ time.
 	return fmt.Errorf("%w: checked against %d secret(s)", ErrNoValidSignature, len(p.secrets))
 }
 
-// Event takes the delivery id and topic from the headers, and the resource id
-// from the body's id (or admin_graphql_api_id).
+// Event derives the deduplication key from the signed body (BodyDigestID),
+// takes the delivery id and topic from the unsigned headers, and the resource
+// id from the body's id (or admin_graphql_api_id).
 func (p *shopifyProvider) Event(headers map[string]string, body []byte) (Event, error) {
 	obj, err := decodeObject(body)
 	if err != nil {
 		return Event{}, err
 	}
-	ev := Event{ID: header(headers, ShopifyWebhookIDHeader), Type: header(headers, ShopifyTopicHeader)}
-	if ev.ID == "" {
-		ev.ID = header(headers, ShopifyEventIDHeader)
+	ev := Event{
+		ID:         BodyDigestID(body),
+		DeliveryID: header(headers, ShopifyWebhookIDHeader),
+		Type:       header(headers, ShopifyTopicHeader),
+		Unsigned:   FieldDeliveryID | FieldType,
 	}
-	if ev.ID == "" {
+	if ev.DeliveryID == "" {
+		ev.DeliveryID = header(headers, ShopifyEventIDHeader)
+	}
+	if ev.DeliveryID == "" {
 		return Event{}, fmt.Errorf("%w: neither %s nor %s is set", ErrNoEventID, ShopifyWebhookIDHeader, ShopifyEventIDHeader)
 	}
 	ev.ObjectID = obj.id("id")

@@ -115,13 +115,17 @@ func TestShopifyEventTakesWebhookIDTopicAndResourceID(t *testing.T) {
 		webhook.ShopifyShopDomainHeader: "shop.myshopify.com",
 	}
 	// 820982911946154508 is beyond float64 precision: it must survive exactly.
-	want := webhook.Event{ID: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", Type: "orders/create", ObjectID: "820982911946154508"}
+	want := webhook.Event{
+		ID:         webhook.BodyDigestID(body),
+		DeliveryID: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", Type: "orders/create", ObjectID: "820982911946154508",
+		Unsigned: webhook.FieldDeliveryID | webhook.FieldType,
+	}
 	if got, err := p.Event(headers, body); err != nil || got != want {
 		t.Fatalf("Event = %+v, %v; want %+v", got, err, want)
 	}
 
 	delete(headers, webhook.ShopifyWebhookIDHeader)
-	if got, err := p.Event(headers, body); err != nil || got.ID != "98880550-7158-44d4-b7cd-2c97c8a091b5" {
+	if got, err := p.Event(headers, body); err != nil || got.DeliveryID != "98880550-7158-44d4-b7cd-2c97c8a091b5" || got.ID != want.ID {
 		t.Fatalf("fallback to the event id: %+v, %v", got, err)
 	}
 	delete(headers, webhook.ShopifyEventIDHeader)

@@ -113,9 +113,13 @@ func (p *slackProvider) Event(_ map[string]string, body []byte) (Event, error) {
 		}
 		return Event{Type: "url_verification", Challenge: challenge}, nil
 	}
-	ev := Event{ID: obj.str("event_id"), Type: obj.str("type")}
+	id, err := obj.idString("event_id")
+	if err != nil {
+		return Event{}, err
+	}
+	ev := Event{ID: id, Type: obj.str("type")}
 	if ev.ID == "" {
-		return Event{}, fmt.Errorf("%w: slack %q body has no event_id", ErrNoEventID, ev.Type)
+		return Event{}, fmt.Errorf("%w: slack %s body has no event_id", ErrNoEventID, quote(ev.Type))
 	}
 	ev.ObjectID = obj.str("team_id")
 	if inner := obj.obj("event"); inner != nil {

@@ -119,29 +119,31 @@ func standardHeaders(headers map[string]string) (id, timestamp, signature string
 }
 
 // parseStandardSignatures parses a webhook-signature list: space-separated
-// "<version>,<signature>" entries. It returns the v1 signatures; an entry
-// that is not version,signature or a v1 that is not a base64 HMAC-SHA256 is
-// an error, other versions are skipped.
-func parseStandardSignatures(v string) ([][]byte, error) {
-	var sigs [][]byte
+// "<version>,<signature>" entries. It returns the v1 signatures and the
+// number of entries that are malformed (no comma, or a v1 that is not a
+// base64 HMAC-SHA256). A malformed entry is a non-match, not an error, as in
+// the reference libraries (github.com/standard-webhooks/standard-webhooks,
+// libraries/go/webhook.go and libraries/javascript/src/index.ts skip or fail
+// to match such an entry and go on to the next); other versions are skipped.
+func parseStandardSignatures(v string) (sigs [][]byte, malformed int) {
 	for entry := range strings.SplitSeq(v, " ") {
 		if entry == "" {
 			continue
 		}
 		version, value, ok := strings.Cut(entry, ",")
-		if !ok || version == "" {
-			return nil, fmt.Errorf("%w: %s entry is not version,signature", ErrInvalidHeader, StandardSignatureHeader)
+		switch {
+		case !ok || version == "":
+			malformed++
+		case version != "v1":
+		default:
+			if sig, ok := decodeBase64MAC(value); ok {
+				sigs = append(sigs, sig)
+			} else {
+				malformed++
+			}
 		}
-		if version != "v1" {
-			continue
-		}
-		sig, ok := decodeBase64MAC(value)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s v1 entry is not a base64 HMAC-SHA256", ErrInvalidHeader, StandardSignatureHeader)
-		}
-		sigs = append(sigs, sig)
 	}
-	return sigs, nil
+	return sigs, malformed
 }
 
 // Verify checks the signature headers: the timestamp within tolerance, then
@@ -155,12 +157,9 @@ func (p *standardProvider) Verify(headers map[string]string, body []byte, now ti
 	if !ok {
 		return fmt.Errorf("%w: %s is not a Unix time", ErrInvalidHeader, StandardTimestampHeader)
 	}
-	sigs, err := parseStandardSignatures(signature)
-	if err != nil {
-		return err
-	}
+	sigs, malformed := parseStandardSignatures(signature)
 	if len(sigs) == 0 {
-		return fmt.Errorf("%w: %s has no v1 entry", ErrNoValidSignature, StandardSignatureHeader)
+		return fmt.Errorf("%w: %s has no well-formed v1 entry (%d malformed)", ErrNoValidSignature, StandardSignatureHeader, malformed)
 	}
 	if err := checkTolerance(signedAt, now, p.tolerance); err != nil {
 		return err

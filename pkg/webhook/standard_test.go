@@ -170,12 +170,6 @@ func TestStandardRejectsMissingOrMalformedHeaders(t *testing.T) {
 		header string
 		want   error
 	}{
-		{sig + " junk", webhook.ErrInvalidHeader},
-		{",abc " + sig, webhook.ErrInvalidHeader},
-		{sig + ",", webhook.ErrInvalidHeader},
-		{strings.Replace(sig, "v1,", "v1,,", 1), webhook.ErrInvalidHeader},
-		{strings.TrimRight(sig, "="), webhook.ErrInvalidHeader},
-		{strings.NewReplacer("+", "-", "/", "_").Replace(sig) + "+/", webhook.ErrInvalidHeader},
 		{"v1a,c2lnbmF0dXJl v2," + sig[3:], webhook.ErrNoValidSignature},
 		{"V1," + sig[3:], webhook.ErrNoValidSignature},
 		{"  " + sig + "  ", nil}, // empty entries between spaces are skipped
@@ -185,6 +179,77 @@ func TestStandardRejectsMissingOrMalformedHeaders(t *testing.T) {
 			t.Errorf("%q: error = %v, want %v", tc.header, err, tc.want)
 		}
 	}
+}
+
+// TestStandardMalformedEntryIsANonMatch follows the reference libraries
+// (github.com/standard-webhooks/standard-webhooks): libraries/go/webhook.go
+// skips an entry without a comma and compares every other v1 entry as it
+// stands, so a malformed entry never matches and never spoils a valid one
+// beside it; libraries/go/webhook_test.go "partial signature is invalid"
+// ("v1,") and libraries/javascript/src/webhook.test.ts "partial signature
+// throws error" reject a header holding only malformed entries. Each case is
+// also run through the reference Go library.
+func TestStandardMalformedEntryIsANonMatch(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	p := mustNew(t, "standard", secret)
+	ref, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"type":"user.created"}`)
+	good := p.Sign(secret, body, testNow)
+	sig := good[webhook.StandardSignatureHeader]
+	malformed := []string{
+		"junk",
+		",abc",
+		"v1,",
+		"v1,g0hM9S",
+		strings.TrimRight(sig[3:], "="), // no comma at all
+		"v1," + strings.TrimRight(sig[3:], "="),
+		"v1," + strings.NewReplacer("+", "-", "/", "_").Replace(sig[3:]) + "+/",
+		"v1," + strings.Repeat("A", 4096),
+	}
+	for _, m := range malformed {
+		for _, tc := range []struct {
+			header string
+			accept bool
+		}{
+			{m, false},
+			{m + " " + sig, true},
+			{sig + " " + m, true},
+		} {
+			h := merged(good, map[string]string{webhook.StandardSignatureHeader: tc.header})
+			ours := p.Verify(h, body, testNow)
+			theirs := ref.VerifyIgnoringTimestamp(body, standardHTTPHeader(h))
+			if (ours == nil) != tc.accept || (theirs == nil) != tc.accept {
+				t.Errorf("%q: want accept=%v; ours: %v; reference: %v", tc.header, tc.accept, ours, theirs)
+			}
+			if !tc.accept {
+				wantErr(t, ours, webhook.ErrNoValidSignature)
+			}
+		}
+	}
+
+	// Where the reference Go library is more lenient than a non-match: it reads
+	// "v1,<sig>,<more>" as the v1 signature <sig>. Such an entry is malformed,
+	// so here it matches nothing; the Python library
+	// (libraries/python/standardwebhooks/webhooks.py) refuses it too.
+	for _, header := range []string{sig + ",", sig + ",extra"} {
+		h := merged(good, map[string]string{webhook.StandardSignatureHeader: header})
+		wantErr(t, p.Verify(h, body, testNow), webhook.ErrNoValidSignature)
+		if err := ref.VerifyIgnoringTimestamp(body, standardHTTPHeader(h)); err != nil {
+			t.Fatalf("the reference library changed: it now refuses %q: %v", header, err)
+		}
+	}
+}
+
+// standardHTTPHeader turns API Gateway style headers into an http.Header.
+func standardHTTPHeader(h map[string]string) http.Header {
+	out := http.Header{}
+	for k, v := range h {
+		out.Set(k, v)
+	}
+	return out
 }
 
 func TestStandardAcceptsSvixBrandedHeaders(t *testing.T) {

@@ -15,8 +15,10 @@ import (
 // t is the Unix time of signing, each v1 an HMAC-SHA256 (hex) keyed with the
 // endpoint's signing secret (the whole "whsec_..." string, not decoded) over
 // "<t>.<body>". While a secret is being rolled, one v1 per live secret is sent;
-// any v1 matching any accepted secret passes. v0 and unknown elements are
-// ignored. The event id in the body is the deduplication key.
+// any v1 matching any accepted secret passes. A v1 that is not a hex
+// HMAC-SHA256 is a non-match, as in Stripe's own libraries; v0 and unknown
+// elements are ignored. The event id in the body, signed, is the
+// deduplication key.
 const (
 	// StripeSignatureHeader is the header carrying Stripe's signature.
 	StripeSignatureHeader = "stripe-signature"
@@ -56,11 +58,12 @@ type stripeHeader struct {
 	timestamp  string // as signed
 	signedAt   time.Time
 	signatures [][]byte // v1 values
+	malformed  int      // v1 values that are not a hex HMAC-SHA256, skipped
 }
 
 // parseStripeSignature parses a stripe-signature value: comma-separated
-// key=value elements, exactly one t, any number of v1 (each a hex
-// HMAC-SHA256), anything else ignored.
+// key=value elements, exactly one t, any number of v1, anything else ignored.
+// A v1 that is not a hex HMAC-SHA256 is counted and skipped.
 func parseStripeSignature(v string) (stripeHeader, error) {
 	var h stripeHeader
 	if v == "" {
@@ -69,7 +72,7 @@ func parseStripeSignature(v string) (stripeHeader, error) {
 	for element := range strings.SplitSeq(v, ",") {
 		key, value, ok := strings.Cut(element, "=")
 		if !ok || key == "" {
-			return h, fmt.Errorf("%w: %s element %q is not key=value", ErrInvalidHeader, StripeSignatureHeader, element)
+			return h, fmt.Errorf("%w: %s element %s is not key=value", ErrInvalidHeader, StripeSignatureHeader, quote(element))
 		}
 		switch key {
 		case "t":
@@ -82,11 +85,14 @@ func parseStripeSignature(v string) (stripeHeader, error) {
 			}
 			h.timestamp, h.signedAt = value, at
 		case "v1":
-			sig, ok := decodeHexMAC(value)
-			if !ok {
-				return h, fmt.Errorf("%w: %s v1 is not a hex HMAC-SHA256", ErrInvalidHeader, StripeSignatureHeader)
+			// A v1 that is not a hex HMAC-SHA256 can match nothing; it is skipped,
+			// as stripe-go ("Ignore invalid signatures") and stripe-node do, so a
+			// valid v1 beside it still verifies.
+			if sig, ok := decodeHexMAC(value); ok {
+				h.signatures = append(h.signatures, sig)
+			} else {
+				h.malformed++
 			}
-			h.signatures = append(h.signatures, sig)
 		}
 	}
 	if h.timestamp == "" {
@@ -103,7 +109,7 @@ func (p *stripeProvider) Verify(headers map[string]string, body []byte, now time
 		return err
 	}
 	if len(h.signatures) == 0 {
-		return fmt.Errorf("%w: %s has no v1 signature", ErrNoValidSignature, StripeSignatureHeader)
+		return fmt.Errorf("%w: %s has no well-formed v1 signature (%d malformed)", ErrNoValidSignature, StripeSignatureHeader, h.malformed)
 	}
 	if err := checkTolerance(h.signedAt, now, p.tolerance); err != nil {
 		return err
@@ -126,7 +132,11 @@ func (p *stripeProvider) Event(_ map[string]string, body []byte) (Event, error) 
 	if err != nil {
 		return Event{}, err
 	}
-	ev := Event{ID: obj.str("id"), Type: obj.str("type")}
+	id, err := obj.idString("id")
+	if err != nil {
+		return Event{}, err
+	}
+	ev := Event{ID: id, Type: obj.str("type")}
 	if ev.ID == "" {
 		return Event{}, fmt.Errorf("%w: stripe event has no id", ErrNoEventID)
 	}

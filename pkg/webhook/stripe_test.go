@@ -141,12 +141,13 @@ func TestStripeRejectsMalformedSignatureHeaders(t *testing.T) {
 		{"t=" + ts + ".5,v1=" + good, webhook.ErrInvalidHeader},
 		{"t=99999999999999999999,v1=" + good, webhook.ErrInvalidHeader},
 		{"t=" + ts + ",t=" + ts + ",v1=" + good, webhook.ErrInvalidHeader},
-		{"t=" + ts + ",v1=", webhook.ErrInvalidHeader},
-		{"t=" + ts + ",v1=" + good[:63], webhook.ErrInvalidHeader},
-		{"t=" + ts + ",v1=" + good + "00", webhook.ErrInvalidHeader},
-		{"t=" + ts + ",v1=" + good[:62] + "zz", webhook.ErrInvalidHeader},
-		{"t=" + ts + ",v1=" + good + "=", webhook.ErrInvalidHeader},
-		{"t=" + ts + ",v1=" + good + ",v1=nothex", webhook.ErrInvalidHeader},
+		// A v1 that is not a hex HMAC-SHA256 matches nothing (as in stripe-go).
+		{"t=" + ts + ",v1=", webhook.ErrNoValidSignature},
+		{"t=" + ts + ",v1=" + good[:63], webhook.ErrNoValidSignature},
+		{"t=" + ts + ",v1=" + good + "00", webhook.ErrNoValidSignature},
+		{"t=" + ts + ",v1=" + good[:62] + "zz", webhook.ErrNoValidSignature},
+		{"t=" + ts + ",v1=" + good + "=", webhook.ErrNoValidSignature},
+		{"t=" + ts + ",v1=nothex,v1=potato", webhook.ErrNoValidSignature},
 		{"t=" + ts, webhook.ErrNoValidSignature},
 		{"t=" + ts + ",v0=" + good, webhook.ErrNoValidSignature},
 		{"t=" + ts + ",V1=" + good, webhook.ErrNoValidSignature},
@@ -156,6 +157,39 @@ func TestStripeRejectsMalformedSignatureHeaders(t *testing.T) {
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%q: error = %v, want %v", tc.header, err, tc.want)
 		}
+	}
+}
+
+// TestStripeValidV1BesideAnUnparseableV1IsAccepted follows Stripe's own
+// libraries: stripe-go's webhook/client_test.go TestTokenNew appends
+// ",v1=bad_signature" to a valid header and expects no error ("an unreadable
+// signature in the header (should be ignored)"; webhook/client.go: "Ignore
+// invalid signatures"), and stripe-node's test/Webhook.spec.ts "should return
+// true when the header contains at least one valid signature" appends
+// ",v1=potato". Both headers also go through stripe-go itself.
+func TestStripeValidV1BesideAnUnparseableV1IsAccepted(t *testing.T) {
+	p := mustNew(t, "stripe", stripeSecret)
+	now := time.Now() // stripe-go reads the real clock
+	body := readFixture(t, "events/stripe_payment_intent_succeeded.json")
+	valid := webhook.StripeSignature(stripeSecret, body, now)
+	for _, header := range []string{
+		valid + ",v1=bad_signature", // stripe-go TestTokenNew
+		valid + ",v1=potato",        // stripe-node "at least one valid signature"
+		fmt.Sprintf("t=%d,v1=potato,v1=%s", now.Unix(), strings.TrimPrefix(valid, fmt.Sprintf("t=%d,v1=", now.Unix()))),
+		valid + ",v1=" + strings.Repeat("f", 63), // hex-like, wrong length
+	} {
+		if err := p.Verify(stripeHeader(header), body, now); err != nil {
+			t.Errorf("%q: %v", header, err)
+		}
+		if err := stripewebhook.ValidatePayload(body, header, stripeSecret); err != nil {
+			t.Errorf("stripe-go refuses %q: %v", header, err)
+		}
+	}
+	// Without the valid v1, nothing verifies, in either library.
+	header := fmt.Sprintf("t=%d,v1=bad_signature", now.Unix())
+	wantErr(t, p.Verify(stripeHeader(header), body, now), webhook.ErrNoValidSignature)
+	if err := stripewebhook.ValidatePayload(body, header, stripeSecret); err == nil {
+		t.Fatal("stripe-go accepted a header without a valid v1")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/pkg/apigw"
+	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 func TestFirstDeliveryIsForwardedOnceAndRetriesAreReplayed(t *testing.T) {
@@ -32,8 +34,17 @@ func TestFirstDeliveryIsForwardedOnceAndRetriesAreReplayed(t *testing.T) {
 			t.Fatalf("sink got %d events, want 1", len(sent))
 		}
 		e := sent[0]
-		if e.Provider != pc.name || e.ID != id || e.Type == "" || e.ObjectID == "" {
+		if e.Provider != pc.name || senderID(e) != id || e.Type == "" || e.ObjectID == "" {
 			t.Errorf("sink event = {Provider:%q ID:%q Type:%q ObjectID:%q}", e.Provider, e.ID, e.Type, e.ObjectID)
+		}
+		// The key comes from signed bytes; what came from unsigned headers is named.
+		switch {
+		case pc.bodyKeyed:
+			if e.ID != webhook.BodyDigestID(d.body) || !slices.Equal(e.Unsigned, []string{"delivery_id", "type"}) {
+				t.Errorf("sink event ID %q Unsigned %v, want the body digest with delivery_id and type unsigned", e.ID, e.Unsigned)
+			}
+		case e.DeliveryID != "" || len(e.Unsigned) != 0:
+			t.Errorf("sink event DeliveryID %q Unsigned %v, want neither", e.DeliveryID, e.Unsigned)
 		}
 		if !bytes.Equal(e.Body, d.body) {
 			t.Errorf("sink body differs from the delivered body")
@@ -221,9 +232,11 @@ func TestMalformedDeliveriesAreRejectedWithoutTouchingRedis(t *testing.T) {
 	})
 }
 
+// TestUnstorableEventIDIsRejectedWithoutTouchingRedis uses Stripe, whose key is the event id
+// in the body; GitHub's delivery id, unsigned, is no longer a key.
 func TestUnstorableEventIDIsRejectedWithoutTouchingRedis(t *testing.T) {
-	hs := newHarness(t, "github", harnessConfig{})
-	d := sampleDelivery(t, "github", strings.Repeat("a", 2000))
+	hs := newHarness(t, "stripe", harnessConfig{})
+	d := sampleDelivery(t, "stripe", strings.Repeat("a", 2000))
 	wantStatus(t, hs.deliver(t, d), 400, "invalid_event_id")
 	if n := hs.counter.commands.Load(); n != 0 {
 		t.Errorf("%d Redis commands for an unusable event id", n)
@@ -351,6 +364,9 @@ func TestWrongMethodOrRouteIsRejected(t *testing.T) {
 	wantReceipt(t, hs.do(t, staged), "evt_1Route")
 }
 
+// TestSameEventIDWithDifferentPayloadIsRefused: for a provider whose signature covers its id.
+// GitHub's and Shopify's ids are unsigned headers, so for them another signed body is another
+// event, whatever delivery id comes with it.
 func TestSameEventIDWithDifferentPayloadIsRefused(t *testing.T) {
 	forEachProvider(t, func(t *testing.T, pc providerCase) {
 		hs := newHarness(t, pc.name, harnessConfig{})
@@ -361,6 +377,13 @@ func TestSameEventIDWithDifferentPayloadIsRefused(t *testing.T) {
 		body, headers := signer(t, pc.name).Sample(id, fixedNow.Add(time.Hour))
 		other := delivery{provider: pc.name, body: body, headers: headers}
 		hs.clock.Advance(time.Minute)
+		if pc.bodyKeyed {
+			wantReceipt(t, hs.deliver(t, other), id)
+			if n := hs.sink.attempts(); n != 2 {
+				t.Errorf("sink called %d times, want 2", n)
+			}
+			return
+		}
 		wantStatus(t, hs.deliver(t, other), 422, "event_id_reused")
 		if n := hs.sink.attempts(); n != 1 {
 			t.Errorf("sink called %d times, want 1", n)
@@ -463,7 +486,7 @@ func TestSinkFailureReleasesClaimSoRetryForwards(t *testing.T) {
 		if retry.Headers[ReplayedHeader] != "" {
 			t.Error("retry after a failure was replayed, not executed")
 		}
-		if sent := snk.sent(); len(sent) != 1 || sent[0].ID != id {
+		if sent := snk.sent(); len(sent) != 1 || senderID(sent[0]) != id {
 			t.Errorf("sink has %d events after the retry, want 1", len(sent))
 		}
 	})

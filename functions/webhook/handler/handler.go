@@ -21,12 +21,19 @@
 //	no event id (dedupe key)                         400     missing_event_id            no
 //	event id unusable as a key (too long, control)   400     invalid_event_id            no
 //	Slack url_verification                           200     {"challenge": ...}          no
-//	first delivery, forwarded                        200     {"received": true, "id", "type"}
+//	first delivery, forwarded                        200     {"received": true, "id", "delivery_id", "type"}
 //	duplicate after completion                       200     same body, idempotent-replayed: true
 //	duplicate while the first is in progress         409     in_progress, retry-after
 //	same event id, different payload                 422     event_id_reused
 //	Redis unreachable                                503     store_unavailable, retry-after
 //	sink or processing failed (claim released)       500     processing_failed
+//
+// A delivery's key is the provider's signed identity (webhook.Event.ID): the signed event id,
+// or for GitHub and Shopify, whose signature covers the body only, the body's SHA-256. A signed
+// body seen before is therefore a replay (or, for a signed id with another payload, a
+// mismatch) whatever unsigned delivery id or event type comes with it; the sink event names
+// those unsigned fields, and delivery_id appears in the receipt only for those two providers.
+// Errors and ids reach the request's log line bounded by obs.LogRequest.
 //
 // When the event was forwarded but its result could not be stored (the claim expired, or
 // Redis failed between claim and completion), the answer is still 200, since a failure would
@@ -109,8 +116,10 @@ type Handler struct {
 // WEBHOOK_SECRET_ARN), the provider, the sink, the Redis client and the idempotency guard.
 //
 // Inside Lambda (AWS_LAMBDA_RUNTIME_API set) WEBHOOK_SECRET or WEBHOOK_SECRET_ARN is
-// required. Outside Lambda, with neither set, the handler accepts DevSecret(provider) and logs
-// it at init, so a local API works without configuration.
+// required, and a development secret (DevSecret of any provider) from either is refused with
+// a *setting.Error naming the variable, unless AWS_SAM_LOCAL is true. Outside Lambda, with
+// neither set, the handler accepts DevSecret(provider) and logs it at init, so a local API
+// works without configuration.
 //
 // New never dials Redis: a Redis that is down costs nothing here, and requests get a 503
 // until it answers. A missing or malformed setting is an error naming the variable (a
@@ -160,6 +169,11 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		secrets = []string{DevSecret(s.provider)}
 		logger.Warn("no "+EnvSecret+" or "+EnvSecretARN+" outside Lambda: accepting deliveries signed with the development secret",
 			"provider", s.provider, "dev_secret", secrets[0])
+	}
+	if !o.secretsSet {
+		if err := refuseDevSecrets(s, secrets, secretVar); err != nil {
+			return nil, fmt.Errorf("webhook: %w", err)
+		}
 	}
 	provider, err := webhook.New(s.provider, secrets, s.tolerance)
 	if err != nil {
@@ -292,21 +306,9 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return h.forward(ctx, ev, body, received)
 	})
 	resp, rec := respond(out, err)
-	rec.ID = logID(ev.ID)
+	rec.ID = ev.ID // obs.LogRequest bounds it: an id too long to be a key is still logged
 	rec.RoundTrips = out.RoundTrips
 	return resp, rec
-}
-
-// maxLogID bounds the event id written to the log: an id too long to be a key (over
-// idem.MaxIDLength) is rejected, but still logged, and the body limit is its only bound.
-const maxLogID = 256
-
-// logID returns id, cut to maxLogID bytes with a marker when longer.
-func logID(id string) string {
-	if len(id) <= maxLogID {
-		return id
-	}
-	return id[:maxLogID] + "...(truncated)"
 }
 
 // forward is the work the guard runs once per event: hand the event to the sink, then
@@ -315,15 +317,17 @@ func (h *Handler) forward(ctx context.Context, ev webhook.Event, body []byte, re
 	err := h.sink.Send(ctx, sink.Event{
 		Provider:   h.provider.Name(),
 		ID:         ev.ID,
+		DeliveryID: ev.DeliveryID,
 		Type:       ev.Type,
 		ObjectID:   ev.ObjectID,
+		Unsigned:   ev.Unsigned.Names(),
 		ReceivedAt: received,
 		Body:       jsonPayload(body),
 	})
 	if err != nil {
 		return idem.Result{}, fmt.Errorf("webhook: forward %s event %s: %w", h.provider.Name(), ev.ID, err)
 	}
-	b, err := json.Marshal(receipt{Received: true, ID: ev.ID, Type: ev.Type})
+	b, err := json.Marshal(receipt{Received: true, ID: ev.ID, DeliveryID: ev.DeliveryID, Type: ev.Type})
 	if err != nil {
 		return idem.Result{}, fmt.Errorf("webhook: encode receipt of %s event %s: %w", h.provider.Name(), ev.ID, err)
 	}
@@ -331,10 +335,13 @@ func (h *Handler) forward(ctx context.Context, ev webhook.Event, body []byte, re
 }
 
 // receipt is the body of a 200 answer to a delivery, stored and replayed to every retry.
+// ID is the deduplication key; DeliveryID, set for GitHub and Shopify, is the delivery id the
+// first delivery came with (a replay under another id is answered with the first's).
 type receipt struct {
-	Received bool   `json:"received"`
-	ID       string `json:"id"`
-	Type     string `json:"type"`
+	Received   bool   `json:"received"`
+	ID         string `json:"id"`
+	DeliveryID string `json:"delivery_id,omitempty"`
+	Type       string `json:"type"`
 }
 
 // respond maps the guard's outcome to the response and the log line's outcome.

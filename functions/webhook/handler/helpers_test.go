@@ -41,6 +41,9 @@ type providerCase struct {
 	withoutEventID func(t *testing.T, body []byte, headers map[string]string) []byte
 	// eventID is an id of the provider's format, distinct for each n.
 	eventID func(n string) string
+	// bodyKeyed reports that the provider signs the body only, so the dedupe key is the
+	// body's digest and the provider's id is unsigned metadata (sink.Event.DeliveryID).
+	bodyKeyed bool
 }
 
 var providerCases = []providerCase{
@@ -52,7 +55,7 @@ var providerCases = []providerCase{
 		eventID: func(n string) string { return "evt_1Test" + n },
 	},
 	{
-		name: "github", retryWindow: 72 * time.Hour,
+		name: "github", retryWindow: 72 * time.Hour, bodyKeyed: true,
 		withoutEventID: func(_ *testing.T, body []byte, headers map[string]string) []byte {
 			delete(headers, webhook.GitHubDeliveryHeader)
 			return body
@@ -60,7 +63,7 @@ var providerCases = []providerCase{
 		eventID: func(n string) string { return "2c1e6f0a-d6b4-11f0-8de9-" + n },
 	},
 	{
-		name: "shopify", retryWindow: 48 * time.Hour,
+		name: "shopify", retryWindow: 48 * time.Hour, bodyKeyed: true,
 		withoutEventID: func(_ *testing.T, body []byte, headers map[string]string) []byte {
 			delete(headers, webhook.ShopifyWebhookIDHeader)
 			delete(headers, webhook.ShopifyEventIDHeader)
@@ -507,21 +510,40 @@ func wantStatus(t testing.TB, resp events.APIGatewayV2HTTPResponse, status int, 
 	}
 }
 
-// wantReceipt checks a 200 answer to a delivery of event id.
+// wantReceipt checks a 200 answer to a delivery of event id: the receipt's id is the event
+// id, or, for a provider that signs the body only, the body's digest beside delivery_id id.
 func wantReceipt(t testing.TB, resp events.APIGatewayV2HTTPResponse, id string) {
 	t.Helper()
 	wantStatus(t, resp, 200, "")
 	var r struct {
-		Received *bool   `json:"received"`
-		ID       *string `json:"id"`
-		Type     *string `json:"type"`
+		Received   *bool   `json:"received"`
+		ID         *string `json:"id"`
+		DeliveryID string  `json:"delivery_id"`
+		Type       *string `json:"type"`
 	}
 	if err := json.Unmarshal([]byte(resp.Body), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Received == nil || !*r.Received || r.ID == nil || *r.ID != id || r.Type == nil {
-		t.Errorf("body %s, want {\"received\":true,\"id\":%q,\"type\":...}", resp.Body, id)
+	if r.Received == nil || !*r.Received || r.ID == nil || r.Type == nil {
+		t.Fatalf("body %s, want {\"received\":true,\"id\":...,\"type\":...}", resp.Body)
 	}
+	switch {
+	case r.DeliveryID != "":
+		if r.DeliveryID != id || !strings.HasPrefix(*r.ID, webhook.BodyDigestPrefix) {
+			t.Errorf("body %s, want delivery_id %q beside a body digest id", resp.Body, id)
+		}
+	case *r.ID != id:
+		t.Errorf("body %s, want id %q", resp.Body, id)
+	}
+}
+
+// senderID is the id the provider gave an event: its delivery id when the signature does not
+// cover it, else the event id.
+func senderID(e sink.Event) string {
+	if e.DeliveryID != "" {
+		return e.DeliveryID
+	}
+	return e.ID
 }
 
 // closedAddr returns a loopback address nothing listens on.

@@ -57,7 +57,9 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 func WithLogOutput(w io.Writer) Option { return func(o *options) { o.logOut = w } }
 
 // WithSecrets makes the handler accept deliveries signed with any of secrets, instead of those
-// of WEBHOOK_SECRET or WEBHOOK_SECRET_ARN, which are then not read.
+// of WEBHOOK_SECRET or WEBHOOK_SECRET_ARN, which are then not read. They are taken as given:
+// the refusal of development secrets inside Lambda applies to those two variables, which is
+// where a deployment's secret comes from.
 func WithSecrets(secrets ...string) Option {
 	return func(o *options) { o.secrets, o.secretsSet = append([]string(nil), secrets...), true }
 }

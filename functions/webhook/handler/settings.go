@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemlambda/idem/pkg/obs"
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -42,6 +43,11 @@ const (
 	// EnvFunctionName is set by Lambda; it becomes the function attribute of every log line.
 	// Outside Lambda the function is called webhook-<provider>.
 	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
+	// EnvSAMLocal is set to "true" by sam local invoke and sam local start-api. Inside
+	// Lambda a development secret (DevSecret) is refused at init unless it is set, so that
+	// events/env.json works under sam local and the published secrets never work in a
+	// deployment.
+	EnvSAMLocal = "AWS_SAM_LOCAL"
 )
 
 // MaxBodyLimit is the largest value EnvMaxBody accepts: 6 MiB, the payload limit of a
@@ -96,6 +102,7 @@ type settings struct {
 	level        slog.Level
 	function     string
 	insideLambda bool
+	samLocal     bool // EnvSAMLocal is "true"
 }
 
 // readSettings reads and checks the function's variables. With secretsGiven (WithSecrets)
@@ -107,6 +114,7 @@ func readSettings(getenv func(string) string, secretsGiven bool) (settings, erro
 		secretARN:    get(EnvSecretARN),
 		maxBody:      defaultBodyLimit,
 		insideLambda: get(redisconn.EnvRuntimeAPI) != "",
+		samLocal:     strings.EqualFold(get(EnvSAMLocal), "true"),
 	}
 	switch {
 	case s.provider == "":
@@ -190,6 +198,43 @@ func readSecret(ctx context.Context, client redisconn.SecretsClient, arn string)
 		return nil, &SettingError{Var: EnvSecretARN, Reason: "the secret is empty"}
 	}
 	return secrets, nil
+}
+
+// refuseDevSecrets returns a *setting.Error naming variable when, inside Lambda and not under
+// sam local, one of secrets is a development secret: DevSecret of any provider, or for the
+// standard provider any encoding of the same key. Those secrets are published, so a deployed
+// function accepting one would run the work of anyone who reads the README.
+func refuseDevSecrets(s settings, secrets []string, variable string) error {
+	if !s.insideLambda || s.samLocal {
+		return nil
+	}
+	for i, secret := range secrets {
+		if p, ok := devSecretOf(s.provider, secret); ok {
+			return setting.Errorf(variable, "secret %d of %d is the published development secret of the %s provider; "+
+				"inside Lambda (%s is set) only a real signing secret is accepted, except under sam local (%s=true)",
+				i+1, len(secrets), p, redisconn.EnvRuntimeAPI, EnvSAMLocal)
+		}
+	}
+	return nil
+}
+
+// devSecretOf reports whether secret, used by provider, signs with the key of a development
+// secret, and whose.
+func devSecretOf(provider, secret string) (string, bool) {
+	for _, p := range webhook.Names() {
+		dev := DevSecret(p)
+		if secret == dev || secret == "dev-"+p+"-secret" {
+			return p, true
+		}
+		// A Standard Webhooks secret is a base64 key, written with or without prefix and
+		// padding: compare the key it decodes to.
+		if provider == "standard" {
+			if key, err := webhook.DecodeStandardSecret(secret); err == nil && string(key) == "dev-"+p+"-secret" {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 // providerError names the variable behind an error from webhook.New.

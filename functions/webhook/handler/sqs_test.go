@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 // sqsCall is what the fake SQS saw of one SendMessage request.
@@ -130,9 +131,11 @@ func TestSQSSinkForwardsEachEventOnceToAFIFOQueue(t *testing.T) {
 		t.Fatalf("SQS got %d SendMessage calls for 2 events delivered twice each", len(calls))
 	}
 	stripeBody, _ := signer(t, "stripe").Sample("evt_1SQSfifo", fixedNow)
+	githubBody, _ := signer(t, "github").Sample("3f9a8c2e-5d1b-11f0-9a7e-sqsfifo", fixedNow)
 	want := []struct{ dedup, group string }{
 		{"stripe:evt_1SQSfifo", "stripe:" + stripeObjectID(t, stripeBody)},
-		{"github:3f9a8c2e-5d1b-11f0-9a7e-sqsfifo", "github:idemlambda/demo"},
+		// GitHub's key, signed, is its body's digest, not the unsigned delivery id.
+		{"github:" + webhook.BodyDigestID(githubBody), "github:idemlambda/demo"},
 	}
 	for i, c := range calls {
 		if c.Target != "AmazonSQS.SendMessage" || c.Input.QueueUrl != queueURL {

@@ -1,0 +1,172 @@
+package webhook_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/idemlambda/idem/pkg/webhook"
+)
+
+// TestBodyOnlySignersKeyOnTheBodyWhateverTheHeaders: GitHub and Shopify sign
+// the body only, so a captured body re-sent with another delivery id or event
+// type must keep its key, and only a different signed body may change it.
+func TestBodyOnlySignersKeyOnTheBodyWhateverTheHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		provider           string
+		deliveryHeaders    []string
+		typeHeader         string
+		fixture            string
+		wantUnsignedFields []string
+	}{
+		{"github", []string{webhook.GitHubDeliveryHeader}, webhook.GitHubEventHeader, "events/github_push.json", []string{"delivery_id", "type"}},
+		{"shopify", []string{webhook.ShopifyWebhookIDHeader, webhook.ShopifyEventIDHeader}, webhook.ShopifyTopicHeader, "events/shopify_orders_create.json", []string{"delivery_id", "type"}},
+	} {
+		t.Run(tc.provider, func(t *testing.T) {
+			p := mustNew(t, tc.provider, testSecrets[tc.provider][0])
+			body := readFixture(t, tc.fixture)
+			headers := func(delivery, typ string) map[string]string {
+				h := map[string]string{"content-type": "application/json", tc.typeHeader: typ}
+				for _, name := range tc.deliveryHeaders {
+					h[name] = delivery
+				}
+				return h
+			}
+			first, err := p.Event(headers("original-1", "genuine"), body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.ID != webhook.BodyDigestID(body) || !strings.HasPrefix(first.ID, webhook.BodyDigestPrefix) {
+				t.Fatalf("ID %q is not the body digest", first.ID)
+			}
+			if got := first.Unsigned.Names(); !slices.Equal(got, tc.wantUnsignedFields) {
+				t.Fatalf("Unsigned = %v, want %v", got, tc.wantUnsignedFields)
+			}
+			for i := range 5 {
+				ev, err := p.Event(headers(fmt.Sprintf("replay-%d", i), "attacker/type"), body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.ID != first.ID {
+					t.Fatalf("re-sent with new headers: ID %q, first %q", ev.ID, first.ID)
+				}
+				if ev.DeliveryID != fmt.Sprintf("replay-%d", i) || ev.Type != "attacker/type" {
+					t.Fatalf("unsigned fields not reported as received: %+v", ev)
+				}
+			}
+			trimmed := bytes.TrimSpace(body)
+			other := append(bytes.Clone(trimmed[:len(trimmed)-1]), ' ', '}')
+			if ev, err := p.Event(headers("original-1", "genuine"), other); err != nil || ev.ID == first.ID {
+				t.Fatalf("another body under the same delivery id: %+v, %v", ev, err)
+			}
+		})
+	}
+	// Senders that sign their id report nothing as unsigned.
+	for _, name := range []string{"stripe", "standard", "slack"} {
+		p := mustNew(t, name, testSecrets[name][0])
+		body, extra := p.Sample("evt_signed_1", testNow)
+		ev, err := p.Event(merged(extra, p.Sign(testSecrets[name][0], body, testNow)), body)
+		if err != nil || ev.ID != "evt_signed_1" || ev.DeliveryID != "" || ev.Unsigned != 0 {
+			t.Errorf("%s: Event = %+v, %v", name, ev, err)
+		}
+	}
+}
+
+func TestFieldsNames(t *testing.T) {
+	for f, want := range map[webhook.Fields][]string{
+		0:                 nil,
+		webhook.FieldType: {"type"},
+		webhook.FieldDeliveryID | webhook.FieldType | webhook.FieldObjectID: {"delivery_id", "type", "object_id"},
+	} {
+		if got := f.Names(); !slices.Equal(got, want) {
+			t.Errorf("Fields(%d).Names() = %v, want %v", f, got, want)
+		}
+	}
+}
+
+// TestAmbiguousEventIDIsABadPayload: an id read from the body must mean one
+// thing to every JSON parser, and one key to the store.
+func TestAmbiguousEventIDIsABadPayload(t *testing.T) {
+	for _, tc := range []struct{ provider, member, tail string }{
+		{"stripe", "id", `,"type":"charge.succeeded"}`},
+		{"slack", "event_id", `,"type":"event_callback"}`},
+	} {
+		p := mustNew(t, tc.provider, testSecrets[tc.provider][0])
+		m := tc.member
+		for _, body := range []string{
+			`{"` + m + `":"A","` + m + `":"B"` + tc.tail,
+			`{"` + m + `":"A","type":"x","` + m + `":"A"}`,                                 // the same value twice is still named twice
+			`{"` + m + `":"A","\u00` + fmt.Sprintf("%x", m[0]) + m[1:] + `":"B"` + tc.tail, // escaped name
+			`{"` + m + `":"A\ud800"` + tc.tail,
+			`{"` + m + `":"\udc00A"` + tc.tail,
+			`{"` + m + `":"\ud800\u0041"` + tc.tail,
+			`{"` + m + `":"\ud800\\udc00"` + tc.tail,
+			`{"` + m + `":"A\ud83d"` + tc.tail,
+			`{"` + m + `":"A` + "\xff" + `"` + tc.tail,
+			`{"` + m + `":"A` + "\xed\xa0\x80" + `"` + tc.tail, // a surrogate encoded as UTF-8
+			`{"type":"x","type":"y","` + m + `":"A"}`,          // any member named twice
+		} {
+			ev, err := p.Event(nil, []byte(body))
+			if !errors.Is(err, webhook.ErrBadPayload) {
+				t.Errorf("%s %s: Event = %+v, %v; want ErrBadPayload", tc.provider, body, ev, err)
+			}
+		}
+		// Escapes that decode to valid text, and a valid pair, are fine.
+		for body, want := range map[string]string{
+			`{"` + m + `":"evt_\u0041\n"` + tc.tail:                 "evt_A\n",
+			`{"` + m + `":"\ud83d\ude00\\u"` + tc.tail:              "\U0001F600\\u",
+			`{"` + m + `":"caf\u00e9 é"` + tc.tail:                  "café é",
+			`{"` + m + `":"evt_1","data":{"id":1,"id":2}` + tc.tail: "evt_1",
+		} {
+			ev, err := p.Event(nil, []byte(body))
+			if err != nil || ev.ID != want {
+				t.Errorf("%s %s: Event = %+v, %v; want id %q", tc.provider, body, ev, err, want)
+			}
+		}
+	}
+}
+
+// TestErrorsQuoteABoundedPieceOfTheRequest: Verify's and Event's errors reach
+// log lines, so no header or body can make them long.
+func TestErrorsQuoteABoundedPieceOfTheRequest(t *testing.T) {
+	huge := strings.Repeat("\x01\"\\", 500_000/3)
+	body := []byte(`{"id":"evt_1"}`)
+	for _, tc := range []struct {
+		provider string
+		headers  map[string]string
+		body     []byte
+	}{
+		{"stripe", map[string]string{webhook.StripeSignatureHeader: "t=1," + huge}, body},
+		{"stripe", map[string]string{webhook.StripeSignatureHeader: huge + ",t=1"}, body},
+		{"stripe", map[string]string{webhook.StripeSignatureHeader: "t=1,v1=" + huge}, body},
+		{"standard", map[string]string{webhook.StandardIDHeader: huge, webhook.StandardTimestampHeader: huge, webhook.StandardSignatureHeader: huge}, body},
+		{"slack", map[string]string{webhook.SlackSignatureHeader: "v0=" + huge, webhook.SlackTimestampHeader: huge}, body},
+		{"github", map[string]string{webhook.GitHubSignatureHeader: "sha256=" + huge}, body},
+		{"shopify", map[string]string{webhook.ShopifyHMACHeader: huge}, body},
+	} {
+		p := mustNew(t, tc.provider, testSecrets[tc.provider][0])
+		err := p.Verify(tc.headers, tc.body, testNow)
+		if err == nil || len(err.Error()) > 1024 {
+			t.Errorf("%s: Verify error of %d bytes: %.300s", tc.provider, len(err.Error()), err)
+		}
+	}
+	for _, tc := range []struct {
+		provider string
+		headers  map[string]string
+		body     string
+	}{
+		{"slack", nil, `{"type":"` + strings.Repeat("\\u0001", 100_000) + `"}`},
+		{"stripe", nil, `{"id":` + strings.Repeat("[", 100_000)},
+		{"github", map[string]string{"content-type": "application/x-www-form-urlencoded"}, "payload=%" + strings.Repeat("zz", 100_000)},
+	} {
+		p := mustNew(t, tc.provider, testSecrets[tc.provider][0])
+		_, err := p.Event(tc.headers, []byte(tc.body))
+		if err == nil || len(err.Error()) > 1024 || !utf8.ValidString(err.Error()) {
+			t.Errorf("%s: Event error of %d bytes: %.300q", tc.provider, len(err.Error()), err)
+		}
+	}
+}
