@@ -102,12 +102,19 @@ type options struct {
 	logOutput io.Writer
 	newID     func() string
 	guardOpts []idem.Option
+	redisOpts []redisconn.Option
 }
 
 // WithRedis makes the handler use client instead of the one REDIS_* describes (which are then
 // not read). Close leaves client open: it belongs to the caller.
 func WithRedis(client redis.UniversalClient) Option {
 	return func(o *options) { o.redis = client }
+}
+
+// WithRedisOptions passes opts to redisconn.Open when the handler builds its own client (no
+// WithRedis), e.g. redisconn.WithWarmUp in the Lambda function's init.
+func WithRedisOptions(opts ...redisconn.Option) Option {
+	return func(o *options) { o.redisOpts = append(o.redisOpts, opts...) }
 }
 
 // WithLedger makes the handler store payments in l instead of the ledger PAYMENTS_LEDGER and
@@ -211,6 +218,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		if awsCfg != nil {
 			ropts = append(ropts, redisconn.WithAWSConfig(*awsCfg))
 		}
+		ropts = append(ropts, o.redisOpts...)
 		if h.conn, err = redisFromEnv(ctx, getenv, ropts...); err != nil {
 			return nil, err
 		}
