@@ -254,6 +254,16 @@ func TestPaymentsRoutesUseIAMAuthorizationByDefault(t *testing.T) {
 			s := deploy(t, tt.overrides)
 			paths := get(props(s.Resources["HttpApi"]), "DefinitionBody", "paths")
 			fn := props(s.Resources["PaymentsFunction"])
+			schemes := get(props(s.Resources["HttpApi"]), "DefinitionBody", "components", "securitySchemes")
+			// The IAM scheme as SAM declares its own AWS_IAM authorizer for an HTTP API.
+			if iam := get(schemes, "AWS_IAM"); (iam != nil) != (tt.iam != "") ||
+				(iam != nil && get(iam, "x-amazon-apigateway-authtype") != "awsSigv4") {
+				t.Errorf("security scheme AWS_IAM: %v", iam)
+			}
+			if jwt := get(schemes, "PaymentsJwt"); (jwt != nil) != (tt.jwt != "") ||
+				(jwt != nil && get(jwt, "x-amazon-apigateway-authorizer", "type") != "jwt") {
+				t.Errorf("security scheme PaymentsJwt: %v", jwt)
+			}
 			for _, ev := range get(fn, "Events").(map[string]any) {
 				method := strings.ToLower(get(ev, "Properties", "Method").(string))
 				path := get(ev, "Properties", "Path").(string)
@@ -264,17 +274,14 @@ func TestPaymentsRoutesUseIAMAuthorizationByDefault(t *testing.T) {
 				if op == nil {
 					t.Fatalf("%s %s is not in the API's definition body", method, path)
 				}
-				if got, _ := get(op, "x-amazon-apigateway-auth", "type").(string); got != tt.iam {
-					t.Errorf("%s %s: x-amazon-apigateway-auth %q, want %q", method, path, got, tt.iam)
-				}
-				gotJWT := ""
+				scheme := ""
 				if sec, ok := get(op, "security", "0").(map[string]any); ok {
 					for k := range sec {
-						gotJWT = k
+						scheme = k
 					}
 				}
-				if gotJWT != tt.jwt {
-					t.Errorf("%s %s: security %q, want %q", method, path, gotJWT, tt.jwt)
+				if want := tt.iam + tt.jwt; scheme != want {
+					t.Errorf("%s %s: security %q, want %q", method, path, scheme, want)
 				}
 			}
 			if got := get(fn, "Environment", "Variables", "PAYMENTS_AUTH"); !isRef(got, "PaymentsAuth") || s.params["PaymentsAuth"] != tt.env {
@@ -284,7 +291,7 @@ func TestPaymentsRoutesUseIAMAuthorizationByDefault(t *testing.T) {
 			for p, ops := range paths.(map[string]any) {
 				if strings.HasPrefix(p, "/webhooks") {
 					for m, op := range ops.(map[string]any) {
-						if get(op, "x-amazon-apigateway-auth") != nil || get(op, "security") != nil {
+						if get(op, "security") != nil {
 							t.Errorf("%s %s has an authorizer", m, p)
 						}
 					}
