@@ -426,13 +426,22 @@ func TestValkeyIAMUsersAreAcceptedByElastiCache(t *testing.T) {
 	if group == nil || group["Engine"] != "valkey" {
 		t.Fatalf("user group %v", group)
 	}
+	names := map[string]bool{}
 	for _, id := range group["UserIds"].([]any) {
 		user := s.Resources[get(id, "Ref").(string)]
+		names[jsonString(get(props(user), "UserName"))] = true
+		if get(props(user), "UserName") == "default" && get(props(user), "AccessString") != "off -@all" {
+			t.Errorf("the default user is not switched off: %v", get(props(user), "AccessString"))
+		}
 		mode := get(props(user), "AuthenticationMode", "Type")
 		// A valkey user group holds only users that authenticate, with a password or IAM.
 		if mode != "iam" && mode != "password" {
 			t.Errorf("user %v in the valkey group authenticates with %v", id, mode)
 		}
+	}
+	// A user group must include a user named default.
+	if !names["default"] {
+		t.Errorf("the user group has no user named default: %v", names)
 	}
 	if !isRef(get(props(s.Resources["RedisCache"]), "UserGroupId"), "RedisUserGroup") {
 		t.Error("the cache does not use the user group")
