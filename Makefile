@@ -88,6 +88,9 @@ clean:
 
 # Lambda bootstraps for provided.al2023 on arm64. SAM calls build-<LogicalId> with ARTIFACTS_DIR set
 # (BuildMethod: makefile), because its go1.x builder sets neither -tags lambda.norpc nor CGO_ENABLED=0.
+# samconfig.toml sets build_in_source: SAM runs these targets in the repository instead of copying it
+# (with .tools/ and bin/) once per function; each writes only its bootstrap into ARTIFACTS_DIR, and the
+# five webhook builds after the first come from Go's build cache.
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 WEBHOOK_FUNCTIONS := WebhookStripeFunction WebhookGithubFunction WebhookShopifyFunction WebhookStandardFunction WebhookSlackFunction

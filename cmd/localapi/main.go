@@ -145,6 +145,8 @@ Try it (in another terminal):
   make send PROVIDER=all URL=%[1]s N=5
   curl -si %[1]s/payments -H 'content-type: application/json' -H 'idempotency-key: order-1' -d '{"amount":2500,"currency":"EUR"}'
   curl -si %[1]s/payments/<id from the response>
+Payments callers: the local API stands in for the deployed authorizer (PAYMENTS_AUTH); a request is
+from "local-developer", or from the caller named by the header x-idem-local-principal: alice.
 
 `, base)
 	fmt.Fprintf(w, "listening on %s (Ctrl-C to stop)\n", base)

@@ -23,7 +23,10 @@ import (
 func main() {
 	// go-redis's own notices (pool, reconnects) as JSON lines too: one object per log line.
 	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", handler.FunctionName))
-	h, err := handler.New(context.Background(), os.Getenv)
+	// The first connection (TCP, TLS, AUTH or IAM token) is made here, during init, rather than
+	// on the first request; bounded, so a Redis that is down never holds or fails init.
+	h, err := handler.New(context.Background(), os.Getenv,
+		handler.WithRedisOptions(redisconn.WithWarmUp(redisconn.DefaultWarmUp)))
 	if err != nil {
 		logInitFailure(os.Stdout, err)
 		os.Exit(1)

@@ -16,7 +16,11 @@
 // executed, the second replayed, 401 for a bad signature, the Slack challenge, a payment
 // created, replayed and read back. Another test checks that a webhook function without a
 // secret fails its init inside Lambda, and one that both functions cross-compile for arm64,
-// logging the bootstraps' sizes.
+// logging the bootstraps' sizes. The payments function is also run without PAYMENTS_AUTH (init
+// fails, naming it) and with iam (401 without an IAM identity, 201 with one), and against a
+// private redis-server serving TLS with a password: the server's counters show the connection
+// made during init and used by the first request, whose duration is logged next to a warm
+// first delivery's (a measurement, not an assertion).
 //
 // The emulator is built by the tests themselves, once, into the user cache directory: go
 // install of cmd/aws-lambda-rie pinned to RIEVersion, or, when the module proxy cannot be

@@ -22,7 +22,10 @@ import (
 func main() {
 	// go-redis's own notices (pool, reconnects) as JSON lines too: one object per log line.
 	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", os.Getenv(handler.EnvFunctionName)))
-	h, err := handler.New(context.Background(), os.Getenv)
+	// The first connection (TCP, TLS, AUTH or IAM token) is made here, during init, rather than
+	// on the first request; bounded, so a Redis that is down never holds or fails init.
+	h, err := handler.New(context.Background(), os.Getenv,
+		handler.WithRedisOptions(redisconn.WithWarmUp(redisconn.DefaultWarmUp)))
 	if err != nil {
 		// One line naming the variable, then a non-zero exit: Lambda reports the init failure
 		// and never routes an invocation to a function that would run on unsafe settings.

@@ -84,6 +84,7 @@ type options struct {
 	region       string
 	awsConfig    *aws.Config
 	now          func() time.Time
+	warmUp       time.Duration // see WithWarmUp; 0: none
 }
 
 // WithTimeouts sets the dial, read and write timeouts, replacing DefaultDialTimeout,
@@ -170,8 +171,8 @@ func (c *Conn) Close() error {
 	return c.closeErr
 }
 
-// Open builds the client for s. It does not dial Redis: a Redis that is down costs nothing
-// here and makes the first command fail fast instead. It does, when s asks for them, read
+// Open builds the client for s. It does not dial Redis (unless WithWarmUp asks it to, within a
+// bound): a Redis that is down costs nothing here and makes the first command fail fast instead. It does, when s asks for them, read
 // the Secrets Manager secret (bounded by SecretReadTimeout) and sign a first IAM auth token,
 // so a broken credential fails init rather than every request.
 //
@@ -246,6 +247,7 @@ func Open(ctx context.Context, s Settings, opts ...Option) (*Conn, error) {
 		cc := redis.NewClusterClient(cluster)
 		cc.AddHook(reloadOnNetworkError{cluster: cc})
 		c.Client = cc
+		o.warmUpConn(ctx, c)
 		return c, nil
 	}
 	o.apply(single, s)
@@ -261,6 +263,7 @@ func Open(ctx context.Context, s Settings, opts ...Option) (*Conn, error) {
 	}
 	c.addr = single.Addr
 	c.Client = redis.NewClient(single)
+	o.warmUpConn(ctx, c)
 	return c, nil
 }
 

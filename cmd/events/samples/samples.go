@@ -323,7 +323,8 @@ func WriteAll(t *samtemplate.Template, dir string, now time.Time) ([]string, err
 
 // LambdaEnv returns the variables that run f inside a Lambda runtime (sam local, the Runtime
 // Interface Emulator) against the Redis at redisURL, without AWS: the development secret, the
-// log sink and the in-memory ledger, set explicitly since inside Lambda none is a default.
+// log sink, the in-memory ledger and no payments authorization, set explicitly since inside
+// Lambda none is a default.
 // The variables that name AWS resources are set empty, so that none of them reaches the
 // function as an unresolved placeholder.
 func LambdaEnv(f samtemplate.Function, redisURL string) map[string]string {
@@ -343,6 +344,10 @@ func LambdaEnv(f samtemplate.Function, redisURL string) map[string]string {
 	case samtemplate.Payments:
 		env["PAYMENTS_LEDGER"] = "memory"
 		env["PAYMENTS_TABLE"] = ""
+		// sam local start-api runs no IAM authorizer, so the sample events carry no identity:
+		// locally, every caller is the one shared principal (an explicit opt-in, never the
+		// template's default).
+		env["PAYMENTS_AUTH"] = "none"
 	}
 	return env
 }

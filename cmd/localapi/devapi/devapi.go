@@ -11,7 +11,8 @@
 //     variables of the process environment);
 //   - webhook functions accept their provider's development secret (DevSecret), and any
 //     secret Config.Secrets adds for the provider; sink log;
-//   - the payments function uses the in-memory ledger;
+//   - the payments function uses the in-memory ledger, behind a stand-in for the authorizer that
+//     PAYMENTS_AUTH names, which takes the caller from HeaderPrincipal (see emulateAuthorizer);
 //   - variables that name AWS resources (secret ARNs, queue URL, event bus, table) are unset.
 //
 // Variables set in the process environment take precedence over the template and these local
@@ -173,7 +174,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 				return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)
 			}
 			a.closers = append(a.closers, ph.Close)
-			h = ph.Handle
+			h = emulateAuthorizer(getenv(paymentshandler.EnvAuth), ph.Handle)
 		default:
 			_ = a.Close()
 			return nil, fmt.Errorf("devapi: %s: no handler for code %q", f.LogicalID, f.Code)

@@ -14,6 +14,7 @@ package samtemplate
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -28,6 +29,30 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation/serverless"
 	"github.com/awslabs/goformation/v7/intrinsics"
 )
+
+// withoutAccessLogSettings returns the template as JSON (short-form intrinsics in long form),
+// without the AccessLogSettings of its AWS::Serverless::HttpApi resources. goformation's SAM
+// specification names that property AccessLogSetting, and it refuses unknown properties; the
+// local tools have no use for access logs.
+func withoutAccessLogSettings(data []byte) ([]byte, error) {
+	js, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		return nil, err
+	}
+	resources, _ := doc["Resources"].(map[string]any)
+	for _, r := range resources {
+		if r, ok := r.(map[string]any); ok && r["Type"] == "AWS::Serverless::HttpApi" {
+			if props, ok := r["Properties"].(map[string]any); ok {
+				delete(props, "AccessLogSettings")
+			}
+		}
+	}
+	return json.Marshal(doc)
+}
 
 // DefaultTimeout is a function's timeout when neither it nor Globals sets one: 3 seconds, as
 // in Lambda and SAM.
@@ -156,7 +181,11 @@ func Load(path string) (*Template, error) {
 
 // Parse parses a SAM template held in data (YAML or JSON).
 func Parse(data []byte) (*Template, error) {
-	tpl, err := goformation.ParseYAMLWithOptions(data, &intrinsics.ProcessorOptions{
+	data, err := withoutAccessLogSettings(data)
+	if err != nil {
+		return nil, fmt.Errorf("samtemplate: parse: %w", err)
+	}
+	tpl, err := goformation.ParseJSONWithOptions(data, &intrinsics.ProcessorOptions{
 		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{
 			"Ref":     ref,
 			"Fn::Sub": sub,

@@ -35,8 +35,8 @@ const idAttempts = 3
 // a different request: Redis had lost the record of the first request, the ledger had not.
 var errKeyReused = errors.New("payments: idempotency key already used for a different request")
 
-// create serves POST /payments, top to bottom: key, caller, body, claim, work, respond.
-func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, obs.Request) {
+// create serves POST /payments for principal, top to bottom: key, body, claim, work, respond.
+func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, principal string) (events.APIGatewayV2HTTPResponse, obs.Request) {
 	key, err := parseIdempotencyKey(header(req, HeaderIdempotencyKey))
 	switch {
 	case errors.Is(err, errMissingKey):
@@ -44,7 +44,6 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	case err != nil:
 		return apigw.Error(400, "invalid_idempotency_key", err.Error()), rejected("invalid_idempotency_key")
 	}
-	principal := principalOf(req)
 	scoped := scopedKey(principal, key)
 
 	body, err := apigw.Body(req, MaxBodyBytes)

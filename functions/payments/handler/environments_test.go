@@ -243,6 +243,7 @@ func TestDynamoDBLedger(t *testing.T) {
 	dynamoEnv := func(table string) env {
 		return redisEnv.with(
 			"PAYMENTS_LEDGER", "dynamodb",
+			"PAYMENTS_AUTH", "jwt",
 			"PAYMENTS_TABLE", table,
 			"AWS_ENDPOINT_URL_DYNAMODB", endpoint,
 			"AWS_REGION", "eu-west-1",
@@ -294,7 +295,7 @@ func TestDynamoDBLedger(t *testing.T) {
 
 	t.Run("the default inside Lambda", func(t *testing.T) {
 		table := newTable(t)
-		e := dynamoEnv(table).with("PAYMENTS_LEDGER", "", "AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")
+		e := dynamoEnv(table).with("PAYMENTS_LEDGER", "", "AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001", "PAYMENTS_AUTH", "none")
 		first := do(t, newHandler(t, e), post(t, "lambda-default-1", body1999EUR))
 		p := wantCreated(t, first, false)
 		// A memory ledger would be private to the first environment.
@@ -334,7 +335,7 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 	t.Setenv("AWS_REGION", "")
 	t.Setenv("AWS_DEFAULT_REGION", "")
 	const runtimeAPI = "AWS_LAMBDA_RUNTIME_API"
-	lambda := env{runtimeAPI: "127.0.0.1:9001", "REDIS_URL": "redis://127.0.0.1:6379"}
+	lambda := env{runtimeAPI: "127.0.0.1:9001", "REDIS_URL": "redis://127.0.0.1:6379", "PAYMENTS_AUTH": "iam"}
 	dynamo := env{"PAYMENTS_LEDGER": "dynamodb", "PAYMENTS_TABLE": "payments", "AWS_REGION": "eu-west-1"}
 	for _, tt := range []struct {
 		name string
@@ -351,7 +352,9 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 		{"result TTL", env{"IDEM_RESULT_TTL": "forever"}, "IDEM_RESULT_TTL"},
 		{"lock TTL", env{"IDEM_LOCK_TTL": "-1s"}, "IDEM_LOCK_TTL"},
 		{"key prefix", env{"IDEM_KEY_PREFIX": "a {b}"}, "IDEM_KEY_PREFIX"},
-		{"inside Lambda without Redis", env{runtimeAPI: "127.0.0.1:9001", "PAYMENTS_LEDGER": "memory"}, "REDIS_URL"},
+		{"inside Lambda without Redis", env{runtimeAPI: "127.0.0.1:9001", "PAYMENTS_LEDGER": "memory", "PAYMENTS_AUTH": "iam"}, "REDIS_URL"},
+		{"inside Lambda without PAYMENTS_AUTH", env{runtimeAPI: "127.0.0.1:9001", "PAYMENTS_LEDGER": "memory", "REDIS_URL": "redis://127.0.0.1:6379"}, "PAYMENTS_AUTH"},
+		{"unknown authorization", env{"PAYMENTS_AUTH": "basic"}, "PAYMENTS_AUTH"},
 		{"Redis URL", env{"REDIS_URL": "http://cache:6379"}, "REDIS_URL"},
 		{"DynamoDB endpoint", dynamo.with("AWS_ENDPOINT_URL_DYNAMODB", "localhost:8000"), "AWS_ENDPOINT_URL_DYNAMODB"},
 		{"DynamoDB without a region", dynamo.with("AWS_REGION", ""), "AWS_REGION"},
@@ -373,7 +376,7 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 func TestMemoryLedgerInsideLambdaOnlyWhenSetExplicitly(t *testing.T) {
 	t.Parallel()
 	logs := &logBuffer{}
-	e := sharedEnv(t).with("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001", "PAYMENTS_LEDGER", "memory")
+	e := sharedEnv(t).with("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001", "PAYMENTS_LEDGER", "memory", "PAYMENTS_AUTH", "none")
 	h := newHandler(t, e, handler.WithLogOutput(logs))
 	wantCreated(t, do(t, h, post(t, "memory-1", body1999EUR)), false)
 	if l := logs.lines(t)[0]; l["level"] != "WARN" || l["variable"] != "PAYMENTS_LEDGER" {

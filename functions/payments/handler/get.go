@@ -14,13 +14,12 @@ import (
 // maxPaymentIDLength is the longest payment id GET looks up.
 const maxPaymentIDLength = 255
 
-// get serves GET /payments/{id}: the payment, if it exists and belongs to the caller. Another
+// get serves GET /payments/{id}: the payment, if it exists and belongs to principal. Another
 // caller's payment is answered exactly like an unknown id, so ids reveal nothing.
-func (h *Handler) get(ctx context.Context, req events.APIGatewayV2HTTPRequest, id string) (events.APIGatewayV2HTTPResponse, obs.Request) {
+func (h *Handler) get(ctx context.Context, _ events.APIGatewayV2HTTPRequest, id, principal string) (events.APIGatewayV2HTTPResponse, obs.Request) {
 	if !validPaymentID(id) {
 		return notFound(), rejected("not_found")
 	}
-	principal := principalOf(req)
 	p, err := h.ledger.Get(ctx, principal, id)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):

@@ -16,6 +16,9 @@
 //
 // Responses (every body is JSON; errors are {"error": {"code", "message"}}):
 //
+//	POST /payments, GET /payments/{id}
+//	  401 unauthenticated           PAYMENTS_AUTH is not none and the authorizer context names no
+//	                                caller; answered before any Redis command or ledger access
 //	POST /payments
 //	  201                           the payment: id, amount, currency, status, created_at
 //	  201 + idempotent-replayed     a retry of a completed request: the first response again;
@@ -85,6 +88,7 @@ type Handler struct {
 	now       func() time.Time
 	newID     func() string
 	maxAmount int64
+	auth      string          // PAYMENTS_AUTH: where principalOf finds the caller
 	conn      *redisconn.Conn // opened by New and closed by Close; nil with WithRedis
 }
 
@@ -98,12 +102,19 @@ type options struct {
 	logOutput io.Writer
 	newID     func() string
 	guardOpts []idem.Option
+	redisOpts []redisconn.Option
 }
 
 // WithRedis makes the handler use client instead of the one REDIS_* describes (which are then
 // not read). Close leaves client open: it belongs to the caller.
 func WithRedis(client redis.UniversalClient) Option {
 	return func(o *options) { o.redis = client }
+}
+
+// WithRedisOptions passes opts to redisconn.Open when the handler builds its own client (no
+// WithRedis), e.g. redisconn.WithWarmUp in the Lambda function's init.
+func WithRedisOptions(opts ...redisconn.Option) Option {
+	return func(o *options) { o.redisOpts = append(o.redisOpts, opts...) }
 }
 
 // WithLedger makes the handler store payments in l instead of the ledger PAYMENTS_LEDGER and
@@ -145,6 +156,8 @@ func WithGuardOptions(opts ...idem.Option) Option {
 //	IDEM_RESULT_TTL                how long a response is replayed from Redis, default 24h
 //	IDEM_LOCK_TTL                  in-progress claim lifetime, default from the invocation deadline
 //	LOG_LEVEL                      debug, info, warn, error; default info
+//	PAYMENTS_AUTH                  iam, jwt, lambda or none: where the caller's principal comes
+//	                               from; required inside Lambda, default none outside
 //	PAYMENTS_LEDGER                dynamodb (default inside Lambda) or memory (default outside)
 //	PAYMENTS_TABLE                 the DynamoDB table; required with dynamodb
 //	PAYMENTS_MAX_AMOUNT            largest amount in minor units, default 99999999
@@ -179,6 +192,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		now:       o.now,
 		newID:     o.newID,
 		maxAmount: s.maxAmount,
+		auth:      s.auth,
 	}
 
 	var awsCfg *aws.Config
@@ -204,6 +218,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		if awsCfg != nil {
 			ropts = append(ropts, redisconn.WithAWSConfig(*awsCfg))
 		}
+		ropts = append(ropts, o.redisOpts...)
 		if h.conn, err = redisFromEnv(ctx, getenv, ropts...); err != nil {
 			return nil, err
 		}
@@ -243,11 +258,18 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	rt := matchRoute(req)
 	var resp events.APIGatewayV2HTTPResponse
 	var rec obs.Request
+	principal, authenticated := principalOf(req, h.auth)
 	switch {
+	case (rt.key == RouteCreate || rt.key == RouteGet) && !authenticated:
+		// Before anything else: an unidentified caller learns nothing and costs no Redis
+		// command and no ledger read.
+		resp = apigw.Error(401, "unauthenticated",
+			"this request carries no caller identity from the "+h.auth+" authorizer")
+		rec = rejected("unauthenticated")
 	case rt.key == RouteCreate:
-		resp, rec = h.create(ctx, req)
+		resp, rec = h.create(ctx, req, principal)
 	case rt.key == RouteGet:
-		resp, rec = h.get(ctx, req, rt.id)
+		resp, rec = h.get(ctx, req, rt.id, principal)
 	case rt.allow != "":
 		resp = apigw.Error(405, "method_not_allowed", "this path accepts "+rt.allow, "allow", rt.allow)
 		rec = rejected("method_not_allowed")

@@ -8,7 +8,7 @@ import (
 	"github.com/idemlambda/idem/pkg/idem"
 )
 
-// Anonymous is the principal of a request that carries no authorizer identity.
+// Anonymous is the one principal of every request under PAYMENTS_AUTH=none.
 const Anonymous = "anonymous"
 
 // maxPrincipalInKey is the longest principal written as is into a scoped key; a longer one (or
@@ -16,38 +16,47 @@ const Anonymous = "anonymous"
 // within the limits of the core (idem.MaxIDLength) and of the ledger.
 const maxPrincipalInKey = 512
 
-// principalOf returns who is calling, from the authorizer API Gateway ran, namespaced by the
-// kind of authorizer so that identities of different kinds never collide (nor with Anonymous):
+// principalOf returns who is calling, from the authorizer that mode (PAYMENTS_AUTH) says API
+// Gateway ran, namespaced by the kind of authorizer so that identities of different kinds never
+// collide (nor with Anonymous):
 //
-//	JWT authorizer      "jwt:" + the sub claim
-//	IAM authorization   "iam:" + the caller's user ARN, else its caller id
-//	Lambda authorizer   "lambda:" + the principalId (else sub) string of its context
+//	AuthIAM     "iam:" + the caller's user ARN, else its caller id
+//	AuthJWT     "jwt:" + the sub claim
+//	AuthLambda  "lambda:" + the principalId of the authorizer's context, when it is a string
+//	AuthNone    Anonymous, whatever the request carries
 //
-// A request with none of these is Anonymous.
-func principalOf(req events.APIGatewayV2HTTPRequest) string {
+// ok is false when the request carries no usable identity of that kind (no authorizer context,
+// a JWT without sub, an empty or non-string principalId): such a request must be refused, never
+// served as a shared principal.
+func principalOf(req events.APIGatewayV2HTTPRequest, mode string) (principal string, ok bool) {
+	if mode == AuthNone {
+		return Anonymous, true
+	}
 	a := req.RequestContext.Authorizer
 	if a == nil {
-		return Anonymous
+		return "", false
 	}
-	if a.JWT != nil {
-		if sub := a.JWT.Claims["sub"]; sub != "" {
-			return "jwt:" + sub
+	switch mode {
+	case AuthIAM:
+		if a.IAM == nil {
+			return "", false
 		}
-	}
-	if a.IAM != nil {
 		if a.IAM.UserARN != "" {
-			return "iam:" + a.IAM.UserARN
+			return "iam:" + a.IAM.UserARN, true
 		}
 		if a.IAM.CallerID != "" {
-			return "iam:" + a.IAM.CallerID
+			return "iam:" + a.IAM.CallerID, true
+		}
+	case AuthJWT:
+		if a.JWT != nil && a.JWT.Claims["sub"] != "" {
+			return "jwt:" + a.JWT.Claims["sub"], true
+		}
+	case AuthLambda:
+		if s, isString := a.Lambda["principalId"].(string); isString && s != "" {
+			return "lambda:" + s, true
 		}
 	}
-	for _, name := range []string{"principalId", "sub"} {
-		if s, ok := a.Lambda[name].(string); ok && s != "" {
-			return "lambda:" + s
-		}
-	}
-	return Anonymous
+	return "", false
 }
 
 // scopedKey returns the key under which both the core and the ledger record a request: the

@@ -32,6 +32,10 @@ const (
 	// EnvMaxAmount is the largest amount accepted, in minor units: a positive integer no larger
 	// than MaxSafeAmount. Default DefaultMaxAmount.
 	EnvMaxAmount = "PAYMENTS_MAX_AMOUNT"
+	// EnvAuth says where the caller's principal comes from: AuthIAM, AuthJWT, AuthLambda or
+	// AuthNone. Required inside Lambda (an unset or unknown value fails init); outside Lambda
+	// unset means AuthNone, so tests and local runs need no authorizer.
+	EnvAuth = "PAYMENTS_AUTH"
 	// EnvDynamoDBEndpoint overrides the DynamoDB endpoint, the standard SDK way (local servers,
 	// tests). Default unset: the regional endpoint.
 	EnvDynamoDBEndpoint = "AWS_ENDPOINT_URL_DYNAMODB"
@@ -41,6 +45,21 @@ const (
 const (
 	LedgerDynamoDB = "dynamodb"
 	LedgerMemory   = "memory"
+)
+
+// Authorization modes accepted in PAYMENTS_AUTH: the authorizer API Gateway runs on the
+// payments routes, and so where principalOf finds the caller.
+const (
+	// AuthIAM: the routes use AWS_IAM authorization; the principal is the caller's IAM
+	// identity (requestContext.authorizer.iam: userArn, else callerId). The template's default.
+	AuthIAM = "iam"
+	// AuthJWT: a JWT authorizer; the principal is the token's sub claim.
+	AuthJWT = "jwt"
+	// AuthLambda: a Lambda authorizer; the principal is the string principalId of its context.
+	AuthLambda = "lambda"
+	// AuthNone: no authorizer, an explicit opt-in: every caller is the one principal Anonymous,
+	// so callers share idempotency keys and can read each other's payments.
+	AuthNone = "none"
 )
 
 // Defaults and fixed limits.
@@ -90,6 +109,7 @@ func (e *SettingError) Unwrap() error { return e.Err }
 // settings are the function's own environment settings.
 type settings struct {
 	insideLambda bool
+	auth         string // AuthIAM, AuthJWT, AuthLambda or AuthNone
 	ledger       string // LedgerDynamoDB or LedgerMemory
 	table        string
 	maxAmount    int64
@@ -107,6 +127,11 @@ func readSettings(getenv func(string) string, needLedger bool) (settings, error)
 		}
 		s.maxAmount = n
 	}
+	auth, err := authFromEnv(get(EnvAuth), s.insideLambda)
+	if err != nil {
+		return settings{}, err
+	}
+	s.auth = auth
 	if !needLedger {
 		return s, nil
 	}
@@ -135,6 +160,25 @@ func readSettings(getenv func(string) string, needLedger bool) (settings, error)
 	}
 	return s, nil
 }
+
+// authFromEnv reads PAYMENTS_AUTH. Inside Lambda it has no default: a function deployed without
+// it must not silently serve every caller as one principal.
+func authFromEnv(v string, insideLambda bool) (string, error) {
+	switch mode := strings.ToLower(v); mode {
+	case AuthIAM, AuthJWT, AuthLambda, AuthNone:
+		return mode, nil
+	case "":
+		if !insideLambda {
+			return AuthNone, nil
+		}
+		return "", &SettingError{Var: EnvAuth, Reason: "required inside Lambda: one of " + authModes +
+			" (" + AuthNone + " lets every caller share one principal)"}
+	default:
+		return "", &SettingError{Var: EnvAuth, Reason: fmt.Sprintf("%q is not one of %s", v, authModes)}
+	}
+}
+
+const authModes = AuthIAM + ", " + AuthJWT + ", " + AuthLambda + ", " + AuthNone
 
 // idemEnv lists the variables idem.OptionsFromEnv reads.
 var idemEnv = []string{"IDEM_KEY_PREFIX", "IDEM_RESULT_TTL", "IDEM_LOCK_TTL", "IDEM_FAIL_OPEN", "IDEM_CONDITIONAL_SET"}
