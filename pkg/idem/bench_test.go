@@ -2,8 +2,6 @@ package idem
 
 import (
 	"context"
-	"errors"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -38,22 +36,8 @@ type benchConn struct {
 	sent *sentCounter
 }
 
-// benchServer starts the server the benchmarks run against: redis-server, or valkey-server when
-// IDEM_BENCH_SERVER=valkey (make bench BENCH_SERVER=valkey).
-func benchServer(b *testing.B) *testsupport.RedisServer {
-	switch s := os.Getenv("IDEM_BENCH_SERVER"); s {
-	case "", "redis":
-		return testsupport.StartRedis(b)
-	case "valkey":
-		return testsupport.StartValkey(b)
-	default:
-		b.Fatalf("IDEM_BENCH_SERVER=%q: want redis or valkey", s)
-		return nil
-	}
-}
-
 func benchClient(b *testing.B) benchConn {
-	srv := benchServer(b)
+	srv := testsupport.StartRedis(b)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 4})
 	b.Cleanup(func() { c.Close() })
 	if err := c.Ping(context.Background()).Err(); err != nil {
@@ -67,7 +51,7 @@ func benchClient(b *testing.B) benchConn {
 // serverCalls returns the number of commands the server has executed, apart from INFO itself.
 func serverCalls(b *testing.B, c benchConn) int64 {
 	var total int64
-	for name, n := range commandStats(b, c.Client) {
+	for name, n := range testsupport.CommandStats(b, c.Client) {
 		if name != "info" {
 			total += n
 		}
@@ -93,9 +77,9 @@ var benchResult = Result{Status: 200, Headers: map[string]string{"content-type":
 
 func benchWork(context.Context) (Result, error) { return benchResult, nil }
 
-// newBenchGuard returns a guard as the functions build it, with the conditional SET on Valkey.
+// newBenchGuard returns a guard as the functions build it.
 func newBenchGuard(b *testing.B, c benchConn) *Guard {
-	g, err := New(c.Client, WithConditionalSet(os.Getenv("IDEM_BENCH_SERVER") == "valkey"))
+	g, err := New(c.Client)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,7 +119,7 @@ func BenchmarkInProgress(b *testing.B) {
 	ctx := context.Background()
 	key, fp := Key{Scope: "bench", ID: "evt_busy"}, FingerprintOf([]byte(`{"id":"evt"}`))
 	held := encodeInProgress(token{1}, fp, time.Now().Add(time.Hour))
-	if err := c.Set(ctx, key.redisKey(DefaultPrefix), held, time.Hour).Err(); err != nil {
+	if err := c.Set(ctx, key.redisKey(defaultPrefix), held, time.Hour).Err(); err != nil {
 		b.Fatal(err)
 	}
 	measure(b, c, func(int) {
@@ -168,25 +152,6 @@ func BenchmarkFloorGet(b *testing.B) {
 
 // minimalCAS is the least a Lua completion can do: compare the owner, then write.
 var minimalCAS = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end return 0`)
-
-// BenchmarkFloorClaimAndConditionalSet is the hand-written minimum of a first execution on a
-// server with SET ... IFEQ: a bare SET NX PX and a bare conditional SET, with no idempotency logic.
-func BenchmarkFloorClaimAndConditionalSet(b *testing.B) {
-	c := benchClient(b)
-	ctx := context.Background()
-	if err := c.Do(ctx, "set", "floor:probe", "v", "ifeq", "v").Err(); err != nil && !errors.Is(err, redis.Nil) {
-		b.Skipf("the server has no conditional SET: %v", err)
-	}
-	measure(b, c, func(i int) {
-		key := "floor:ifeq:" + strconv.Itoa(i)
-		if err := c.SetNX(ctx, key, "owner", time.Minute).Err(); err != nil {
-			b.Fatal(err)
-		}
-		if err := c.Do(ctx, "set", key, benchResult.Body, "ifeq", "owner", "px", 86400000).Err(); err != nil {
-			b.Fatal(err)
-		}
-	})
-}
 
 // BenchmarkFloorClaimAndScript is the hand-written minimum of a first execution: a bare SET NX
 // PX and a minimal Lua compare-and-set, with the same client and no idempotency logic.
