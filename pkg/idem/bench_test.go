@@ -13,22 +13,27 @@ import (
 
 // The benchmarks run against a private redis-server on loopback, beside the floor: a bare
 // SET NX and a bare GET with the same client. Each reports cmds/op, the commands the client
-// sent per operation (round trips), and server-cmds/op, the commands the server executed
-// (INFO commandstats; a script's own GET and SET count there). `make bench` prints the ratios
-// of the medians.
+// sent per operation, round-trips/op (the same, except that a pipeline is one round trip), and
+// server-cmds/op, the commands the server executed (INFO commandstats; a script's own GET and
+// SET count there). `make bench` prints the ratios of the medians.
 
-// sentCounter counts the commands a client sends.
-type sentCounter struct{ n atomic.Int64 }
+// sentCounter counts the commands a client sends, and its round trips.
+type sentCounter struct{ n, trips atomic.Int64 }
 
 func (s *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (s *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		s.n.Add(1)
+		s.trips.Add(1)
 		return next(ctx, cmd)
 	}
 }
 func (s *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		s.n.Add(int64(len(cmds)))
+		s.trips.Add(1)
+		return next(ctx, cmds)
+	}
 }
 
 type benchConn struct {
@@ -62,7 +67,7 @@ func serverCalls(b *testing.B, c benchConn) int64 {
 // measure runs fn b.N times and reports the commands per operation, sent and executed.
 func measure(b *testing.B, c benchConn, fn func(i int)) {
 	before := serverCalls(b, c)
-	sentBefore := c.sent.n.Load()
+	sentBefore, tripsBefore := c.sent.n.Load(), c.sent.trips.Load()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -70,6 +75,7 @@ func measure(b *testing.B, c benchConn, fn func(i int)) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(c.sent.n.Load()-sentBefore)/float64(b.N), "cmds/op")
+	b.ReportMetric(float64(c.sent.trips.Load()-tripsBefore)/float64(b.N), "round-trips/op")
 	b.ReportMetric(float64(serverCalls(b, c)-before-1)/float64(b.N), "server-cmds/op")
 }
 
@@ -165,6 +171,59 @@ func BenchmarkFloorClaimAndScript(b *testing.B) {
 			b.Fatal(err)
 		}
 		if err := minimalCAS.EvalSha(ctx, c.Client, []string{key}, "owner", benchResult.Body, 86400000).Err(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkBatchFirstDelivery10 is a batch of 10 first deliveries, as an SQS batch handler sees
+// one: 10 claims in one pipelined round trip, 10 results stored in one more. Compare it with
+// BenchmarkFloorSetNX, a single bare SET NX.
+func BenchmarkBatchFirstDelivery10(b *testing.B) {
+	c := benchClient(b)
+	g := newBenchGuard(b, c)
+	ctx := context.Background()
+	fp := FingerprintOf([]byte(`{"id":"evt"}`))
+	items := make([]Item, 10)
+	g.DoBatch(ctx, []Item{{Key: Key{Scope: "bench", ID: "batch-warm"}, Work: benchWork}}, nil)
+	measure(b, c, func(i int) {
+		for j := range items {
+			items[j] = Item{Key: Key{Scope: "bench", ID: "batch_" + strconv.Itoa(i) + "_" + strconv.Itoa(j)}, Fingerprint: fp, Work: benchWork}
+		}
+		outs, errs := g.DoBatch(ctx, items, nil)
+		for j, out := range outs {
+			if out.Kind != Executed {
+				b.Fatal(out.Kind, errs[j])
+			}
+		}
+	})
+}
+
+// BenchmarkFloorBatchClaimAndScript10 is the hand-written minimum of a batch of 10 first
+// deliveries: 10 bare SET NX PX in one pipeline, then 10 minimal Lua compare-and-sets in another.
+func BenchmarkFloorBatchClaimAndScript10(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	minimalCAS.Load(ctx, c.Client)
+	keys := make([]string, 10)
+	measure(b, c, func(i int) {
+		for j := range keys {
+			keys[j] = "floor:batch:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
+		}
+		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.SetNX(ctx, k, "owner", time.Minute)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				minimalCAS.EvalSha(ctx, p, []string{k}, "owner", benchResult.Body, 86400000)
+			}
+			return nil
+		}); err != nil {
 			b.Fatal(err)
 		}
 	})
