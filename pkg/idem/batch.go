@@ -42,8 +42,8 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 	calls := make([]*call, len(items))
 	var sent []int // items whose claim goes to the store
 	for i, it := range items {
-		c, out, err, ok := g.start(it.Key, it.Fingerprint)
-		if !ok {
+		c, out, err := g.start(it.Key, it.Fingerprint)
+		if c == nil {
 			outs[i], errs[i] = out, err
 			continue
 		}
@@ -76,7 +76,7 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 			continue
 		}
 		var ok bool
-		if outs[i], errs[i], ok = g.claimed(calls[i], outs[i], stored, err); ok {
+		if outs[i], ok, errs[i] = g.claimed(calls[i], outs[i], stored, err); ok {
 			claimed = append(claimed, i)
 		}
 	}

@@ -81,8 +81,8 @@ func New(client Client, opts ...Option) (*Guard, error) {
 // explains the outcome for the log (the work's own error is wrapped, for Failed); it adds nothing
 // to branch on.
 func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Outcome, error) {
-	c, out, err, ok := g.start(key, fp)
-	if !ok {
+	c, out, err := g.start(key, fp)
+	if c == nil {
 		return out, err
 	}
 	c.deadlines(ctx, g.opts)
@@ -96,7 +96,7 @@ func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Out
 	if cerr != nil && !errors.Is(cerr, redis.Nil) && g.opts.failOpen {
 		return g.runUnguarded(ctx, work)
 	}
-	if out, err, claimed := g.claimed(c, out, stored, cerr); !claimed {
+	if out, claimed, err := g.claimed(c, out, stored, cerr); !claimed {
 		return out, err
 	}
 
@@ -128,21 +128,21 @@ type call struct {
 // owner is the prefix of our records that the scripts compare: version, kind 'P', token.
 func (c *call) owner() []byte { return c.claim[:ownerPrefixSize] }
 
-// start validates key and answers from the local cache when it can (ok false: out and err are
-// the answer).
-func (g *Guard) start(key Key, fp Fingerprint) (c *call, out Outcome, err error, ok bool) {
+// start begins a call for key, or answers it without the store (a nil call: out and err are
+// the answer): an invalid key, or a result in the local cache.
+func (g *Guard) start(key Key, fp Fingerprint) (*call, Outcome, error) {
 	if err := key.Validate(); err != nil {
-		return nil, Outcome{Kind: InvalidKey}, err, false
+		return nil, Outcome{Kind: InvalidKey}, err
 	}
-	c = &call{key: key, fp: fp, rk: key.redisKey(g.opts.prefix), now: g.opts.now()}
+	c := &call{key: key, fp: fp, rk: key.redisKey(g.opts.prefix), now: g.opts.now()}
 	if out, ok := g.fromCache(c.rk, fp, c.now); ok {
 		if out.Kind == Mismatch {
-			return nil, out, errMismatch, false
+			return nil, out, errMismatch
 		}
-		return nil, out, nil, false
+		return nil, out, nil
 	}
 	_, _ = rand.Read(c.tok[:]) // never fails since Go 1.24
-	return c, Outcome{}, nil, true
+	return c, Outcome{}, nil
 }
 
 // deadlines sets the claim TTL, the claim record and the work's deadline for a call starting at
@@ -173,26 +173,26 @@ func claimArgs(c *call) []any {
 // errMismatch explains a Mismatch outcome.
 var errMismatch = errors.New("idem: the key was used before with a different payload")
 
-// claimed interprets the reply to the claim: claimed true when the key is ours, else the outcome.
-func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (Outcome, error, bool) {
+// claimed interprets the reply to the claim: claimed when the key is ours, else the outcome.
+func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outcome, claimed bool, _ error) {
 	switch {
 	case errors.Is(err, redis.Nil):
-		return out, nil, true // the key was free
+		return out, true, nil // the key was free
 	case err != nil:
 		out.Kind = Unavailable
-		return out, fmt.Errorf("idem: claim: %w", err), false
+		return out, false, fmt.Errorf("idem: claim: %w", err)
 	}
 	rec, err := decodeRecord([]byte(stored))
 	if err != nil {
 		out.Kind = Unavailable
-		return out, fmt.Errorf("idem: claim: %w", err), false
+		return out, false, fmt.Errorf("idem: claim: %w", err)
 	}
 	// A claim retried after its reply was lost finds its own record: still ours.
 	if !rec.completed && rec.token == c.tok {
-		return out, nil, true
+		return out, true, nil
 	}
 	out, err = g.observe(out, c, rec)
-	return out, err, false
+	return out, false, err
 }
 
 // isOOM reports a write refused by a full Redis (maxmemory with noeviction).
