@@ -3,7 +3,6 @@ package idem
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,25 +15,6 @@ import (
 // sent per operation, round-trips/op (the same, except that a pipeline is one round trip), and
 // server-cmds/op, the commands the server executed (INFO commandstats; a script's own GET and
 // SET count there). `make bench` prints the ratios of the medians.
-
-// sentCounter counts the commands a client sends, and its round trips.
-type sentCounter struct{ n, trips atomic.Int64 }
-
-func (s *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (s *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		s.n.Add(1)
-		s.trips.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (s *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		s.n.Add(int64(len(cmds)))
-		s.trips.Add(1)
-		return next(ctx, cmds)
-	}
-}
 
 type benchConn struct {
 	*redis.Client
