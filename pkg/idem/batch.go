@@ -35,7 +35,8 @@ var errNotRun = errors.New("idem: the batch did not run this item")
 //
 // The same key may appear twice in a batch: the first claims it, the second finds it in
 // progress. DoBatch returns one Outcome and one error per item, in the order of items, as Do
-// would; Outcome.RoundTrips is the number of round trips of the whole batch.
+// would; Outcome.RoundTrips is the number of round trips of the whole batch (0 for an item
+// answered without the store: an invalid key, a replay from the local cache).
 func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []int, work func(i int) error)) ([]Outcome, []error) {
 	outs := make([]Outcome, len(items))
 	errs := make([]error, len(items))

@@ -62,7 +62,7 @@ type Outcome struct {
 	RetryAfter time.Duration
 	// RoundTrips counts the round trips to the store for this call (0 when served from the
 	// local cache or rejected before any command). For DoBatch it counts those of the whole
-	// batch, the same for every item.
+	// batch, the same for every item that reached the store.
 	RoundTrips int
 	// FromLocalCache reports a replay answered by the in-process cache.
 	FromLocalCache bool
