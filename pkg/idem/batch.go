@@ -40,16 +40,14 @@ var errNotRun = errors.New("idem: the batch did not run this item")
 func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []int, work func(i int) error)) ([]Outcome, []error) {
 	outs := make([]Outcome, len(items))
 	errs := make([]error, len(items))
-	calls := make([]*call, len(items))
+	calls := make([]call, len(items))
 	var sent []int // items whose claim goes to the store
 	for i, it := range items {
-		c, out, err := g.start(it.Key, it.Fingerprint)
-		if c == nil {
-			outs[i], errs[i] = out, err
+		var ok bool
+		if outs[i], ok, errs[i] = g.start(&calls[i], it.Key, it.Fingerprint); !ok {
 			continue
 		}
-		c.deadlines(ctx, g.opts)
-		calls[i] = c
+		calls[i].deadlines(ctx, g.opts)
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {
@@ -61,7 +59,7 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 	replies := make([]*redis.Cmd, len(items))
 	pipe := g.client.Pipeline()
 	for _, i := range sent {
-		replies[i] = pipe.Do(ctx, claimArgs(calls[i])...)
+		replies[i] = pipe.Do(ctx, claimArgs(&calls[i])...)
 	}
 	_, _ = pipe.Exec(ctx) // each reply carries its own error
 	var full, claimed, unguarded []int
@@ -77,7 +75,7 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 			continue
 		}
 		var ok bool
-		if outs[i], ok, errs[i] = g.claimed(calls[i], outs[i], stored, err); ok {
+		if outs[i], ok, errs[i] = g.claimed(&calls[i], outs[i], stored, err); ok {
 			claimed = append(claimed, i)
 		}
 	}
@@ -91,7 +89,7 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 		_, _ = pipe.Exec(ctx)
 		for _, i := range full {
 			stored, err := replies[i].Text()
-			outs[i], errs[i] = g.observeFull(calls[i], outs[i], stored, err)
+			outs[i], errs[i] = g.observeFull(&calls[i], outs[i], stored, err)
 		}
 	}
 
@@ -116,7 +114,7 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 			outs[i], errs[i], werrs[i] = out, err, err
 			return err
 		}
-		results[i], werrs[i] = g.run(ctx, calls[i], items[i].Work)
+		results[i], werrs[i] = g.run(ctx, &calls[i], items[i].Work)
 		return werrs[i]
 	}
 	if run == nil {
@@ -152,7 +150,7 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 		if werrs[i] != nil {
 			outs[i], errs[i] = released(outs[i], werrs[i], n, err)
 		} else {
-			outs[i], errs[i] = g.completed(calls[i], outs[i], results[i], n, err)
+			outs[i], errs[i] = g.completed(&calls[i], outs[i], results[i], n, err)
 		}
 	}
 	for _, i := range sent {
@@ -165,11 +163,11 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 // release script for the others, in one pipeline, and a second one with the scripts' source for
 // the commands a server answered NOSCRIPT (a failover, SCRIPT FLUSH, a cluster node that never
 // ran the script). It leaves each reply in replies and returns the round trips it took.
-func (g *Guard) finishBatch(ctx context.Context, calls []*call, finish []int, werrs []error, replies []*redis.Cmd) int {
+func (g *Guard) finishBatch(ctx context.Context, calls []call, finish []int, werrs []error, replies []*redis.Cmd) int {
 	send := func(indexes []int, bySource bool) {
 		pipe := g.client.Pipeline()
 		for _, i := range indexes {
-			c := calls[i]
+			c := &calls[i]
 			s, args := completeScript, []any{c.owner(), c.result, g.opts.resultTTL.Milliseconds()}
 			if werrs[i] != nil {
 				s, args = releaseScript, []any{c.owner()}

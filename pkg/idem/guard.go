@@ -81,13 +81,13 @@ func New(client Client, opts ...Option) (*Guard, error) {
 // explains the outcome for the log (the work's own error is wrapped, for Failed); it adds nothing
 // to branch on.
 func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Outcome, error) {
-	c, out, err := g.start(key, fp)
-	if c == nil {
+	c := &call{}
+	if out, ok, err := g.start(c, key, fp); !ok {
 		return out, err
 	}
 	c.deadlines(ctx, g.opts)
 	stored, cerr := g.client.Do(ctx, claimArgs(c)...).Text()
-	out = Outcome{RoundTrips: 1}
+	out := Outcome{RoundTrips: 1}
 	if isOOM(cerr) {
 		out.RoundTrips++
 		stored, cerr = g.client.Do(ctx, "get", c.rk).Text()
@@ -128,21 +128,21 @@ type call struct {
 // owner is the prefix of our records that the scripts compare: version, kind 'P', token.
 func (c *call) owner() []byte { return c.claim[:ownerPrefixSize] }
 
-// start begins a call for key, or answers it without the store (a nil call: out and err are
+// start begins c, a call for key, or answers it without the store (ok false: out and err are
 // the answer): an invalid key, or a result in the local cache.
-func (g *Guard) start(key Key, fp Fingerprint) (*call, Outcome, error) {
+func (g *Guard) start(c *call, key Key, fp Fingerprint) (out Outcome, ok bool, err error) {
 	if err := key.Validate(); err != nil {
-		return nil, Outcome{Kind: InvalidKey}, err
+		return Outcome{Kind: InvalidKey}, false, err
 	}
-	c := &call{key: key, fp: fp, rk: key.redisKey(g.opts.prefix), now: g.opts.now()}
+	*c = call{key: key, fp: fp, rk: key.redisKey(g.opts.prefix), now: g.opts.now()}
 	if out, ok := g.fromCache(c.rk, fp, c.now); ok {
 		if out.Kind == Mismatch {
-			return nil, out, errMismatch
+			return out, false, errMismatch
 		}
-		return nil, out, nil
+		return out, false, nil
 	}
 	_, _ = rand.Read(c.tok[:]) // never fails since Go 1.24
-	return c, Outcome{}, nil
+	return Outcome{}, true, nil
 }
 
 // deadlines sets the claim TTL, the claim record and the work's deadline for a call starting at
