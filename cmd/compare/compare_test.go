@@ -43,8 +43,7 @@ func testMeasurer(t *testing.T, start func(testing.TB, ...string) *testsupport.R
 }
 
 // servers are the servers the measurements are checked on, with the commands the server counts
-// for a first execution: Redis 7 runs the completion script (EVALSHA, GET, SET), Valkey 8.1 the
-// conditional SET.
+// for a first execution: Redis 7 runs the completion script (EVALSHA, GET, SET).
 var servers = []struct {
 	name    string
 	start   func(testing.TB, ...string) *testsupport.RedisServer
@@ -52,7 +51,6 @@ var servers = []struct {
 	first   float64
 }{
 	{"redis 7", testsupport.StartRedis, false, 4},
-	{"valkey 8.1, conditional SET", testsupport.StartValkey, true, 2},
 }
 
 func TestCoreCostsItsRoundTripBudgetAndRunsOncePerKey(t *testing.T) {

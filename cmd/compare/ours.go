@@ -282,7 +282,7 @@ func (m *measurer) newCoreApp(ctx context.Context, inFlight int, opts ...idem.Op
 	if err != nil {
 		return nil, nil, err
 	}
-	app, err := newCoreApp(conn.Client, append([]idem.Option{idem.WithConditionalSet(m.condSet)}, opts...)...)
+	app, err := newCoreApp(conn.Client, opts...)
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
@@ -399,7 +399,7 @@ func (m *measurer) measureCore(ctx context.Context) (map[string]Phase, error) {
 		return nil, err
 	}
 	// Another environment's empty cache, on the same client as in the peers' driver.
-	cold, err := newCoreApp(cached.client, idem.WithConditionalSet(m.condSet), idem.WithLocalCache(m.s.N, time.Hour))
+	cold, err := newCoreApp(cached.client, idem.WithLocalCache(m.s.N, time.Hour))
 	if err != nil {
 		return nil, err
 	}

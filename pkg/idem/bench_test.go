@@ -2,10 +2,7 @@ package idem
 
 import (
 	"context"
-	"errors"
-	"os"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,45 +12,17 @@ import (
 
 // The benchmarks run against a private redis-server on loopback, beside the floor: a bare
 // SET NX and a bare GET with the same client. Each reports cmds/op, the commands the client
-// sent per operation (round trips), and server-cmds/op, the commands the server executed
-// (INFO commandstats; a script's own GET and SET count there). `make bench` prints the ratios
-// of the medians.
-
-// sentCounter counts the commands a client sends.
-type sentCounter struct{ n atomic.Int64 }
-
-func (s *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (s *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		s.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (s *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
+// sent per operation, round-trips/op (the same, except that a pipeline is one round trip), and
+// server-cmds/op, the commands the server executed (INFO commandstats; a script's own GET and
+// SET count there). `make bench` prints the ratios of the medians.
 
 type benchConn struct {
 	*redis.Client
 	sent *sentCounter
 }
 
-// benchServer starts the server the benchmarks run against: redis-server, or valkey-server when
-// IDEM_BENCH_SERVER=valkey (make bench BENCH_SERVER=valkey).
-func benchServer(b *testing.B) *testsupport.RedisServer {
-	switch s := os.Getenv("IDEM_BENCH_SERVER"); s {
-	case "", "redis":
-		return testsupport.StartRedis(b)
-	case "valkey":
-		return testsupport.StartValkey(b)
-	default:
-		b.Fatalf("IDEM_BENCH_SERVER=%q: want redis or valkey", s)
-		return nil
-	}
-}
-
 func benchClient(b *testing.B) benchConn {
-	srv := benchServer(b)
+	srv := testsupport.StartRedis(b)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 4})
 	b.Cleanup(func() { c.Close() })
 	if err := c.Ping(context.Background()).Err(); err != nil {
@@ -67,7 +36,7 @@ func benchClient(b *testing.B) benchConn {
 // serverCalls returns the number of commands the server has executed, apart from INFO itself.
 func serverCalls(b *testing.B, c benchConn) int64 {
 	var total int64
-	for name, n := range commandStats(b, c.Client) {
+	for name, n := range testsupport.CommandStats(b, c.Client) {
 		if name != "info" {
 			total += n
 		}
@@ -78,7 +47,7 @@ func serverCalls(b *testing.B, c benchConn) int64 {
 // measure runs fn b.N times and reports the commands per operation, sent and executed.
 func measure(b *testing.B, c benchConn, fn func(i int)) {
 	before := serverCalls(b, c)
-	sentBefore := c.sent.n.Load()
+	sentBefore, tripsBefore := c.sent.n.Load(), c.sent.trips.Load()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -86,6 +55,7 @@ func measure(b *testing.B, c benchConn, fn func(i int)) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(c.sent.n.Load()-sentBefore)/float64(b.N), "cmds/op")
+	b.ReportMetric(float64(c.sent.trips.Load()-tripsBefore)/float64(b.N), "round-trips/op")
 	b.ReportMetric(float64(serverCalls(b, c)-before-1)/float64(b.N), "server-cmds/op")
 }
 
@@ -93,9 +63,9 @@ var benchResult = Result{Status: 200, Headers: map[string]string{"content-type":
 
 func benchWork(context.Context) (Result, error) { return benchResult, nil }
 
-// newBenchGuard returns a guard as the functions build it, with the conditional SET on Valkey.
+// newBenchGuard returns a guard as the functions build it.
 func newBenchGuard(b *testing.B, c benchConn) *Guard {
-	g, err := New(c.Client, WithConditionalSet(os.Getenv("IDEM_BENCH_SERVER") == "valkey"))
+	g, err := New(c.Client)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,7 +105,7 @@ func BenchmarkInProgress(b *testing.B) {
 	ctx := context.Background()
 	key, fp := Key{Scope: "bench", ID: "evt_busy"}, FingerprintOf([]byte(`{"id":"evt"}`))
 	held := encodeInProgress(token{1}, fp, time.Now().Add(time.Hour))
-	if err := c.Set(ctx, key.redisKey(DefaultPrefix), held, time.Hour).Err(); err != nil {
+	if err := c.Set(ctx, key.redisKey(defaultPrefix), held, time.Hour).Err(); err != nil {
 		b.Fatal(err)
 	}
 	measure(b, c, func(int) {
@@ -169,25 +139,6 @@ func BenchmarkFloorGet(b *testing.B) {
 // minimalCAS is the least a Lua completion can do: compare the owner, then write.
 var minimalCAS = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end return 0`)
 
-// BenchmarkFloorClaimAndConditionalSet is the hand-written minimum of a first execution on a
-// server with SET ... IFEQ: a bare SET NX PX and a bare conditional SET, with no idempotency logic.
-func BenchmarkFloorClaimAndConditionalSet(b *testing.B) {
-	c := benchClient(b)
-	ctx := context.Background()
-	if err := c.Do(ctx, "set", "floor:probe", "v", "ifeq", "v").Err(); err != nil && !errors.Is(err, redis.Nil) {
-		b.Skipf("the server has no conditional SET: %v", err)
-	}
-	measure(b, c, func(i int) {
-		key := "floor:ifeq:" + strconv.Itoa(i)
-		if err := c.SetNX(ctx, key, "owner", time.Minute).Err(); err != nil {
-			b.Fatal(err)
-		}
-		if err := c.Do(ctx, "set", key, benchResult.Body, "ifeq", "owner", "px", 86400000).Err(); err != nil {
-			b.Fatal(err)
-		}
-	})
-}
-
 // BenchmarkFloorClaimAndScript is the hand-written minimum of a first execution: a bare SET NX
 // PX and a minimal Lua compare-and-set, with the same client and no idempotency logic.
 func BenchmarkFloorClaimAndScript(b *testing.B) {
@@ -200,6 +151,59 @@ func BenchmarkFloorClaimAndScript(b *testing.B) {
 			b.Fatal(err)
 		}
 		if err := minimalCAS.EvalSha(ctx, c.Client, []string{key}, "owner", benchResult.Body, 86400000).Err(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkBatchFirstDelivery10 is a batch of 10 first deliveries, as an SQS batch handler sees
+// one: 10 claims in one pipelined round trip, 10 results stored in one more. Compare it with
+// BenchmarkFloorSetNX, a single bare SET NX.
+func BenchmarkBatchFirstDelivery10(b *testing.B) {
+	c := benchClient(b)
+	g := newBenchGuard(b, c)
+	ctx := context.Background()
+	fp := FingerprintOf([]byte(`{"id":"evt"}`))
+	items := make([]Item, 10)
+	g.DoBatch(ctx, []Item{{Key: Key{Scope: "bench", ID: "batch-warm"}, Work: benchWork}}, nil)
+	measure(b, c, func(i int) {
+		for j := range items {
+			items[j] = Item{Key: Key{Scope: "bench", ID: "batch_" + strconv.Itoa(i) + "_" + strconv.Itoa(j)}, Fingerprint: fp, Work: benchWork}
+		}
+		outs, errs := g.DoBatch(ctx, items, nil)
+		for j, out := range outs {
+			if out.Kind != Executed {
+				b.Fatal(out.Kind, errs[j])
+			}
+		}
+	})
+}
+
+// BenchmarkFloorBatchClaimAndScript10 is the hand-written minimum of a batch of 10 first
+// deliveries: 10 bare SET NX PX in one pipeline, then 10 minimal Lua compare-and-sets in another.
+func BenchmarkFloorBatchClaimAndScript10(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	minimalCAS.Load(ctx, c.Client)
+	keys := make([]string, 10)
+	measure(b, c, func(i int) {
+		for j := range keys {
+			keys[j] = "floor:batch:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
+		}
+		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.SetNX(ctx, k, "owner", time.Minute)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				minimalCAS.EvalSha(ctx, p, []string{k}, "owner", benchResult.Body, 86400000)
+			}
+			return nil
+		}); err != nil {
 			b.Fatal(err)
 		}
 	})

@@ -6,20 +6,25 @@
 // the same command returns the record already there when the key is taken, so observing a
 // duplicate costs no extra round trip. After the work succeeds, one Lua script replaces the
 // in-progress record with the result, but only while the owner token is still ours; after a
-// failure, one Lua script deletes the record under the same condition. With WithConditionalSet,
-// on Valkey 8.1+ or Redis 8.4+, the completion is one plain SET ... IFEQ <claim> instead of the
-// script, with the same guarantee. The budget is therefore:
+// failure, one Lua script deletes the record under the same condition. The budget is therefore:
 //
 //	first execution        2 round trips (claim, complete)
 //	replay of a result     1 round trip  (claim observes the completed record)
 //	in-progress duplicate  1 round trip  (claim observes the in-progress record)
 //	failure                2 round trips (claim, release)
 //
+// DoBatch keeps that budget per batch rather than per key: the claims of a whole batch go out
+// in one pipelined round trip, their completions and releases in one more.
+//
 // Keys are hashed and hash-tagged (<prefix>:{<scope>:<sha256(id)>}), so every command touches
 // one slot and the package works unchanged on Redis Cluster and ElastiCache Serverless. The
 // claim needs SET with both NX and GET, which Redis 7.0, Valkey 7.2 and later accept.
 //
-// The context passed to the work ends before the claim can expire and before the invocation's
-// own deadline (see WithSafetyMargin and WithLockTTL), so work that overruns is cancelled while
-// the claim still protects it. Nothing is cached unless the work succeeds.
+// The context passed to the work ends 500ms before the claim can expire and before the
+// invocation's own deadline (see WithLockTTL), so work that overruns is cancelled while the claim
+// still protects it. Nothing is cached unless the work succeeds.
+//
+// Do reports what happened through Outcome.Kind. Wrap turns any func(context.Context, In)
+// (Out, error) into one that runs once per key, with results stored as JSON, and reports through
+// errors (ErrInProgress, ErrMismatch, ErrUnavailable) instead.
 package idem

@@ -7,12 +7,9 @@ import (
 	"fmt"
 )
 
-// FingerprintSize is the size of a Fingerprint in bytes.
-const FingerprintSize = sha256.Size
-
-// Fingerprint identifies a payload: the same key with a different fingerprint is a mismatch,
-// never a replay. The zero Fingerprint is a valid value meaning "no payload".
-type Fingerprint [FingerprintSize]byte
+// Fingerprint identifies a payload, as a SHA-256: the same key with a different fingerprint is a
+// mismatch, never a replay. The zero Fingerprint is a valid value meaning "no payload".
+type Fingerprint [sha256.Size]byte
 
 // FingerprintOf returns the SHA-256 of the raw payload bytes.
 func FingerprintOf(payload []byte) Fingerprint { return sha256.Sum256(payload) }

@@ -17,16 +17,16 @@ import (
 type Client interface {
 	redis.Scripter
 	Do(ctx context.Context, args ...any) *redis.Cmd
+	Pipeline() redis.Pipeliner
 }
 
 // Guard runs work at most once per key. Build one per execution environment, at init, and
 // share it: it is safe for concurrent use and holds no connection of its own.
 type Guard struct {
-	client    Client
-	scripts   *scriptRunner
-	completer *completer
-	opts      options
-	cache     *lru.Cache[string, cachedResult]
+	client  Client
+	scripts *scriptRunner
+	opts    options
+	cache   *lru.Cache[string, cachedResult]
 }
 
 type cachedResult struct {
@@ -51,12 +51,7 @@ func New(client Client, opts ...Option) (*Guard, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	scripts := &scriptRunner{client: client}
-	scripts.plain.Store(o.plainScripts)
-	g := &Guard{client: client, scripts: scripts, completer: &completer{client: client, scripts: scripts}, opts: o}
-	if o.condSet {
-		g.completer.mode.Store(completeBySet)
-	}
+	g := &Guard{client: client, scripts: &scriptRunner{client: client}, opts: o}
 	if o.cacheSize > 0 && o.cacheTTL > 0 {
 		c, err := lru.New[string, cachedResult](o.cacheSize)
 		if err != nil {
@@ -67,143 +62,214 @@ func New(client Client, opts ...Option) (*Guard, error) {
 	return g, nil
 }
 
-// Do runs work once for key, or reports why it did not:
+// Do runs work once for key, or reports why it did not. The Outcome's Kind says which of these
+// happened, and is what callers branch on:
 //
 //   - a new key is claimed, work runs with a context that ends at
-//     min(ctx deadline, claim time + lock TTL) - safety margin, and its result is stored for the
-//     result TTL (Executed);
+//     min(ctx deadline, claim time + lock TTL) - 500ms, and its result is stored for the
+//     result TTL (Executed; LockLost or NotStored when it ran but could not be stored);
 //   - a completed key returns the stored result without running work (Replayed);
 //   - a key claimed by another owner (InProgress), or used with another fingerprint (Mismatch),
 //     returns at once;
 //   - if work fails (error, panic, context ended) the claim is released and nothing is stored
 //     (Failed), so the next delivery runs it again;
-//   - if the store is unreachable nothing runs (Unavailable), unless WithFailOpen is set.
+//   - if the store is unreachable nothing runs (Unavailable), unless WithFailOpen is set
+//     (ExecutedUnguarded);
+//   - an invalid key is refused before any command (InvalidKey).
 //
-// The error is nil for Executed, Replayed and ExecutedUnguarded, and otherwise wraps one of the
-// package's sentinels. Executed with a non-nil error means the work ran but its result could not
-// be stored (ErrUnavailable); LockLost means it ran but the claim was no longer ours.
+// The error is nil for Executed, Replayed and ExecutedUnguarded. For every other Kind it
+// explains the outcome for the log (the work's own error is wrapped, for Failed); it adds nothing
+// to branch on.
 func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Outcome, error) {
-	if err := key.Validate(); err != nil {
-		return Outcome{Kind: InvalidKey}, err
+	c := &call{}
+	if out, ok, err := g.start(c, key, fp); !ok {
+		return out, err
 	}
-	rk := key.redisKey(g.opts.prefix)
-	now := g.opts.now()
-	if out, ok := g.fromCache(rk, fp, now); ok {
-		return out, outcomeErr(out.Kind)
-	}
-
-	lockTTL, workDeadline := g.deadlines(ctx, now)
-	var tok token
-	_, _ = rand.Read(tok[:]) // never fails since Go 1.24
-	claim := encodeInProgress(tok, fp, now.Add(lockTTL))
-	stored, err := g.client.Do(ctx, "set", rk, claim, "px", lockTTL.Milliseconds(), "nx", "get").Text()
+	c.deadlines(ctx, g.opts)
+	stored, cerr := g.client.Do(ctx, claimArgs(c)...).Text()
 	out := Outcome{RoundTrips: 1}
-	switch {
-	case errors.Is(err, redis.Nil):
-		// Claimed: the key was free.
-	case err != nil && redis.HasErrorPrefix(err, "OOM"):
-		// A full Redis (noeviction) refuses every SET, even one that would change nothing:
-		// read the record so replays and in-progress answers still work; a new key stays refused.
+	if isOOM(cerr) {
 		out.RoundTrips++
-		if stored, gerr := g.client.Do(ctx, "get", rk).Text(); gerr == nil {
-			if rec, derr := decodeRecord([]byte(stored)); derr == nil {
-				return g.observe(out, rk, fp, rec, now)
-			}
-		}
-		out.Kind = Unavailable
-		return out, &StoreError{Op: "claim", Err: err}
-	case err != nil:
-		if g.opts.failOpen {
-			return g.runUnguarded(ctx, now, work)
-		}
-		out.Kind = Unavailable
-		return out, &StoreError{Op: "claim", Err: err}
-	default:
-		rec, err := decodeRecord([]byte(stored))
-		if err != nil {
-			out.Kind = Unavailable
-			return out, &StoreError{Op: "claim", Err: err}
-		}
-		// A claim retried after its reply was lost finds its own record: still ours.
-		if rec.completed || rec.token != tok {
-			return g.observe(out, rk, fp, rec, now)
-		}
+		stored, cerr = g.client.Do(ctx, "get", c.rk).Text()
+		return g.observeFull(c, out, stored, cerr)
+	}
+	if cerr != nil && !errors.Is(cerr, redis.Nil) && g.opts.failOpen {
+		return g.runUnguarded(ctx, work)
+	}
+	if out, claimed, err := g.claimed(c, out, stored, cerr); !claimed {
+		return out, err
 	}
 
-	wctx, cancel := context.WithDeadline(ctx, workDeadline)
-	res, werr := runWork(wctx, work)
-	cancel()
-	var enc []byte
-	if werr == nil {
-		enc, werr = encodeCompleted(tok, fp, g.opts.now().Add(g.opts.resultTTL), res, g.opts.maxResultSize)
-	}
+	res, werr := g.run(ctx, c, work)
 	sctx := storeContext(ctx)
 	if werr != nil {
-		out.Kind = Failed
-		we := asWorkError(werr)
-		n, rt, err := g.scripts.run(sctx, releaseScript, []string{rk}, claim[:ownerPrefixSize])
-		out.RoundTrips += rt
-		switch {
-		case err != nil:
-			we.ReleaseErr = &StoreError{Op: "release", Err: err}
-		case n == scriptOtherOwner:
-			we.ReleaseErr = &LockLostError{}
-		}
-		return out, we
+		n, trips, rerr := g.scripts.run(sctx, releaseScript, []string{c.rk}, c.owner())
+		out.RoundTrips += trips
+		return released(out, werr, n, rerr)
 	}
-
-	out.Result = res
-	n, rt, err := g.completer.complete(sctx, rk, claim, enc, g.opts.resultTTL.Milliseconds())
-	out.RoundTrips += rt
-	switch {
-	case err != nil:
-		out.Kind = Executed
-		return out, &StoreError{Op: "complete", Err: err}
-	case n == scriptDone || n == scriptAlreadyOurs:
-		out.Kind = Executed
-		g.remember(rk, fp, res, g.opts.now().Add(g.opts.resultTTL))
-		return out, nil
-	default:
-		out.Kind = LockLost
-		return out, &LockLostError{Expired: n == scriptGone}
-	}
+	n, trips, serr := g.scripts.run(sctx, completeScript, []string{c.rk}, c.owner(), c.result, g.opts.resultTTL.Milliseconds())
+	out.RoundTrips += trips
+	return g.completed(c, out, res, n, serr)
 }
 
-// observe turns the record found at claim time into an outcome.
-func (g *Guard) observe(out Outcome, rk string, fp Fingerprint, rec record, now time.Time) (Outcome, error) {
+// call is one key's passage through the guard: its claim, its work's deadline, its result.
+type call struct {
+	key          Key
+	fp           Fingerprint
+	rk           string
+	now          time.Time
+	lockTTL      time.Duration
+	workDeadline time.Time
+	// claim is our in-progress record; result the completed record, once the work succeeded.
+	claim, result []byte
+	tok           token
+}
+
+// owner is the prefix of our records that the scripts compare: version, kind 'P', token.
+func (c *call) owner() []byte { return c.claim[:ownerPrefixSize] }
+
+// start begins c, a call for key, or answers it without the store (ok false: out and err are
+// the answer): an invalid key, or a result in the local cache.
+func (g *Guard) start(c *call, key Key, fp Fingerprint) (out Outcome, ok bool, err error) {
+	if err := key.Validate(); err != nil {
+		return Outcome{Kind: InvalidKey}, false, err
+	}
+	*c = call{key: key, fp: fp, rk: key.redisKey(g.opts.prefix), now: g.opts.now()}
+	if out, ok := g.fromCache(c.rk, fp, c.now); ok {
+		if out.Kind == Mismatch {
+			return out, false, errMismatch
+		}
+		return out, false, nil
+	}
+	_, _ = rand.Read(c.tok[:]) // never fails since Go 1.24
+	return Outcome{}, true, nil
+}
+
+// deadlines sets the claim TTL, the claim record and the work's deadline for a call starting at
+// c.now. The claim is taken after c.now, so c.now + lockTTL is a lower bound of its expiry.
+func (c *call) deadlines(ctx context.Context, o options) {
+	invocation, hasDeadline := ctx.Deadline()
+	c.lockTTL = o.lockTTL
+	if c.lockTTL == 0 {
+		c.lockTTL = defaultLockTTL
+		if hasDeadline {
+			c.lockTTL = invocation.Sub(c.now) + lockMargin
+		}
+	}
+	c.lockTTL = max(c.lockTTL, time.Millisecond)
+	c.workDeadline = c.now.Add(c.lockTTL - safetyMargin)
+	if hasDeadline {
+		c.workDeadline = minTime(c.workDeadline, invocation.Add(-safetyMargin))
+	}
+	c.claim = encodeInProgress(c.tok, c.fp, c.now.Add(c.lockTTL))
+}
+
+// claimArgs is the claim: one SET NX PX GET that stores our in-progress record if the key is
+// free and returns the record already there if not.
+func claimArgs(c *call) []any {
+	return []any{"set", c.rk, c.claim, "px", c.lockTTL.Milliseconds(), "nx", "get"}
+}
+
+// errMismatch explains a Mismatch outcome.
+var errMismatch = errors.New("idem: the key was used before with a different payload")
+
+// claimed interprets the reply to the claim: claimed when the key is ours, else the outcome.
+func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outcome, claimed bool, _ error) {
 	switch {
-	case rec.fingerprint != fp:
+	case errors.Is(err, redis.Nil):
+		return out, true, nil // the key was free
+	case err != nil:
+		out.Kind = Unavailable
+		return out, false, fmt.Errorf("idem: claim: %w", err)
+	}
+	rec, err := decodeRecord([]byte(stored))
+	if err != nil {
+		out.Kind = Unavailable
+		return out, false, fmt.Errorf("idem: claim: %w", err)
+	}
+	// A claim retried after its reply was lost finds its own record: still ours.
+	if !rec.completed && rec.token == c.tok {
+		return out, true, nil
+	}
+	out, err = g.observe(out, c, rec)
+	return out, false, err
+}
+
+// isOOM reports a write refused by a full Redis (maxmemory with noeviction).
+func isOOM(err error) bool { return err != nil && redis.HasErrorPrefix(err, "OOM") }
+
+// observeFull answers a claim refused by a full Redis, which refuses every SET, even one that
+// would change nothing: from the record read with GET, so replays and in-progress answers still
+// work. A new key stays refused.
+func (g *Guard) observeFull(c *call, out Outcome, stored string, err error) (Outcome, error) {
+	if err == nil {
+		if rec, derr := decodeRecord([]byte(stored)); derr == nil {
+			return g.observe(out, c, rec)
+		}
+	}
+	out.Kind = Unavailable
+	return out, errors.New("idem: claim: the store is out of memory")
+}
+
+// observe turns a record someone else wrote into an outcome.
+func (g *Guard) observe(out Outcome, c *call, rec record) (Outcome, error) {
+	switch {
+	case rec.fingerprint != c.fp:
 		out.Kind = Mismatch
-		return out, ErrMismatch
+		return out, errMismatch
 	case rec.completed:
 		out.Kind = Replayed
 		out.Result = rec.result
-		g.remember(rk, fp, rec.result, rec.expiresAt)
+		g.remember(c.rk, c.fp, rec.result, rec.expiresAt)
 		return out, nil
 	default:
 		out.Kind = InProgress
-		out.RetryAfter = max(rec.expiresAt.Sub(now), 0)
-		return out, &InProgressError{RetryAfter: out.RetryAfter}
+		out.RetryAfter = max(rec.expiresAt.Sub(c.now), 0)
+		return out, fmt.Errorf("idem: in progress, retry after %s", out.RetryAfter)
 	}
 }
 
-// deadlines returns the claim TTL and the work's deadline for a call starting at now.
-// The claim is taken after now, so now + lockTTL is a lower bound of its expiry.
-func (g *Guard) deadlines(ctx context.Context, now time.Time) (time.Duration, time.Time) {
-	invocation, hasDeadline := ctx.Deadline()
-	lockTTL := g.opts.lockTTL
-	if lockTTL == 0 {
-		lockTTL = DefaultLockTTL
-		if hasDeadline {
-			lockTTL = invocation.Sub(now) + g.opts.lockMargin
-		}
+// run runs work under the call's deadline and encodes its result. An error means the work failed.
+func (g *Guard) run(ctx context.Context, c *call, work Work) (Result, error) {
+	wctx, cancel := context.WithDeadline(ctx, c.workDeadline)
+	res, err := runWork(wctx, work)
+	cancel()
+	if err == nil {
+		c.result, err = encodeCompleted(c.tok, c.fp, g.opts.now().Add(g.opts.resultTTL), res, maxResultSize)
 	}
-	lockTTL = max(lockTTL, time.Millisecond)
-	workDeadline := now.Add(lockTTL - g.opts.safetyMargin)
-	if hasDeadline {
-		workDeadline = minTime(workDeadline, invocation.Add(-g.opts.safetyMargin))
+	return res, err
+}
+
+// released turns the reply to the release script into the outcome of failed work.
+func released(out Outcome, werr error, n int64, err error) (Outcome, error) {
+	out.Kind = Failed
+	switch {
+	case err != nil:
+		return out, fmt.Errorf("idem: work failed: %w (claim not released, it expires at its TTL: %v)", werr, err)
+	case n == scriptOtherOwner:
+		return out, fmt.Errorf("idem: work failed: %w (claim not released: the key is now held by another owner)", werr)
 	}
-	return lockTTL, workDeadline
+	return out, fmt.Errorf("idem: work failed: %w", werr)
+}
+
+// completed turns the reply to the complete script into the outcome of work that succeeded.
+func (g *Guard) completed(c *call, out Outcome, res Result, n int64, err error) (Outcome, error) {
+	out.Result = res
+	switch {
+	case err != nil:
+		out.Kind = NotStored
+		return out, fmt.Errorf("idem: result not stored: %w", err)
+	case n == scriptDone || n == scriptAlreadyOurs:
+		out.Kind = Executed
+		g.remember(c.rk, c.fp, res, g.opts.now().Add(g.opts.resultTTL))
+		return out, nil
+	case n == scriptGone:
+		out.Kind = LockLost
+		return out, errors.New("idem: lock lost: the claim expired before the result was stored")
+	default:
+		out.Kind = LockLost
+		return out, errors.New("idem: lock lost: the key is now held by another owner")
+	}
 }
 
 // storeContext is the context of the final complete or release call: it must run even when the
@@ -215,16 +281,16 @@ func storeContext(ctx context.Context) context.Context {
 	return context.WithoutCancel(ctx)
 }
 
-func (g *Guard) runUnguarded(ctx context.Context, now time.Time, work Work) (Outcome, error) {
-	deadline := now.Add(DefaultLockTTL)
+func (g *Guard) runUnguarded(ctx context.Context, work Work) (Outcome, error) {
+	deadline := g.opts.now().Add(defaultLockTTL)
 	if d, ok := ctx.Deadline(); ok {
-		deadline = d.Add(-g.opts.safetyMargin)
+		deadline = d.Add(-safetyMargin)
 	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	res, err := runWork(wctx, work)
 	if err != nil {
-		return Outcome{Kind: Failed, RoundTrips: 1}, asWorkError(err)
+		return Outcome{Kind: Failed, RoundTrips: 1}, fmt.Errorf("idem: work failed (unguarded, the store is unreachable): %w", err)
 	}
 	return Outcome{Kind: ExecutedUnguarded, Result: res, RoundTrips: 1}, nil
 }
@@ -255,19 +321,13 @@ func (g *Guard) remember(rk string, fp Fingerprint, r Result, expiresAt time.Tim
 	g.cache.Add(rk, cachedResult{fingerprint: fp, result: r, expiresAt: expiresAt})
 }
 
-func outcomeErr(k Kind) error {
-	if k == Mismatch {
-		return ErrMismatch
-	}
-	return nil
-}
-
-// runWork runs work, turning a panic into a *WorkError and a success that arrives after the
-// context ended into a failure: the claim may already be someone else's, so it is not stored.
+// runWork runs work, turning a panic into an error that carries the panic's value and stack,
+// and a success that arrives after the context ended into a failure: the claim may already be
+// someone else's, so it is not stored.
 func runWork(ctx context.Context, work Work) (res Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &WorkError{Err: fmt.Errorf("panic: %v", p), Panic: p, Stack: debug.Stack()}
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 		}
 	}()
 	res, err = work(ctx)
@@ -275,14 +335,6 @@ func runWork(ctx context.Context, work Work) (res Result, err error) {
 		err = fmt.Errorf("work finished after its deadline: %w", context.Cause(ctx))
 	}
 	return res, err
-}
-
-func asWorkError(err error) *WorkError {
-	var we *WorkError
-	if errors.As(err, &we) {
-		return we
-	}
-	return &WorkError{Err: err}
 }
 
 func minTime(a, b time.Time) time.Time {

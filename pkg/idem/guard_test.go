@@ -5,17 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/redis/go-redis/v9"
 )
@@ -48,23 +46,39 @@ func (l *commandLog) take() []string {
 	return names
 }
 
+// sentCounter counts the commands a client sends, and its round trips.
+type sentCounter struct{ n, trips atomic.Int64 }
+
+func (s *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		s.n.Add(1)
+		s.trips.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (s *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		s.n.Add(int64(len(cmds)))
+		s.trips.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
 func TestRoundTripBudget(t *testing.T) {
 	for _, srv := range []struct {
 		name string
 		addr func(t *testing.T) string
-		opts []Option
-		// complete is what a first execution sends to store its result.
-		complete string
 	}{
-		{"redis 7 (script)", func(t *testing.T) string { testsupport.SharedRedis(t); return testsupport.SharedRedisAddr() }, nil, "evalsha"},
-		{"valkey 8.1 (conditional SET)", func(t *testing.T) string { return testsupport.StartValkey(t).Addr() }, []Option{WithConditionalSet(true)}, "set"},
+		{"redis 7", func(t *testing.T) string { testsupport.SharedRedis(t); return testsupport.SharedRedisAddr() }},
+		{"miniredis", func(t *testing.T) string { return testsupport.StartMiniredis(t).Addr() }},
 	} {
 		t.Run(srv.name, func(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: srv.addr(t)})
 			t.Cleanup(func() { c.Close() })
 			log := &commandLog{}
 			c.AddHook(log)
-			g, err := New(c, append([]Option{WithPrefix(testsupport.UniquePrefix(t) + "idem")}, srv.opts...)...)
+			g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)+"idem"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +106,7 @@ func TestRoundTripBudget(t *testing.T) {
 				kind Kind
 				want []string
 			}{
-				{"first execution", "new", okWork("x"), Executed, []string{"set", srv.complete}},
+				{"first execution", "new", okWork("x"), Executed, []string{"set", "evalsha"}},
 				{"replay", "new", okWork("x"), Replayed, []string{"set"}},
 				{"in-progress duplicate", "held", okWork("x"), InProgress, []string{"set"}},
 				{"failure release", "failing", func(context.Context) (Result, error) { return Result{}, errors.New("x") }, Failed, []string{"set", "evalsha"}},
@@ -113,16 +127,13 @@ func TestServerCountedCommandsPerRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		start func(t testing.TB, args ...string) *testsupport.RedisServer
-		opts  []Option
 		first map[string]int64
 	}{
-		{"redis 7", testsupport.StartRedis, nil, map[string]int64{"set": 2, "evalsha": 1, "get": 1}},
-		{"valkey 8.1, script", testsupport.StartValkey, nil, map[string]int64{"set": 2, "evalsha": 1, "get": 1}},
-		{"valkey 8.1, conditional SET", testsupport.StartValkey, []Option{WithConditionalSet(true)}, map[string]int64{"set": 2}},
+		{"redis 7", testsupport.StartRedis, map[string]int64{"set": 2, "evalsha": 1, "get": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.start(t).NewClient()
-			g, _ := New(c, tc.opts...)
+			g, _ := New(c)
 			ctx := context.Background()
 			fp := FingerprintOf([]byte("body"))
 			g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
@@ -146,9 +157,9 @@ func TestServerCountedCommandsPerRequest(t *testing.T) {
 				{"in-progress duplicate", "held", okWork("x"), map[string]int64{"set": 1}},
 				{"failure release", "failing", func(context.Context) (Result, error) { return Result{}, errors.New("x") }, map[string]int64{"set": 1, "evalsha": 1, "get": 1, "del": 1}},
 			} {
-				before := commandStats(t, c)
+				before := testsupport.CommandStats(t, c)
 				g.Do(ctx, Key{Scope: "count", ID: step.key}, fp, step.work)
-				got := commandStats(t, c)
+				got := testsupport.CommandStats(t, c)
 				for name, n := range before {
 					got[name] -= n
 					if got[name] == 0 {
@@ -164,54 +175,22 @@ func TestServerCountedCommandsPerRequest(t *testing.T) {
 	}
 }
 
-// commandStats returns calls per command from INFO commandstats.
-func commandStats(t testing.TB, c *redis.Client) map[string]int64 {
-	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stats := map[string]int64{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok {
-			continue
-		}
-		calls, _, _ := strings.Cut(rest, ",")
-		n, err := strconv.ParseInt(calls, 10, 64)
-		if err != nil {
-			t.Fatalf("INFO commandstats line %q: %v", line, err)
-		}
-		stats[strings.TrimPrefix(name, "cmdstat_")] = n
-	}
-	return stats
-}
-
 // A guard sends a script's source on its first call (one round trip, like EVALSHA, and no NOSCRIPT
 // on a server that never saw it), then its SHA, and the source again only after NOSCRIPT.
 func TestScriptSourceIsSentOnFirstUseAndAfterNoScript(t *testing.T) {
-	srv := testsupport.StartRedis(t)
-	mr := miniredis.RunT(t)
 	for i, tc := range []struct {
 		name string
 		addr string
-		opts []Option
 		// Round trips of a new guard's first call on a server that never saw the scripts: the
-		// claim, with WithConditionalSet a SET ... IFEQ (which a server without it answers with a
-		// syntax error, once per guard), then EVAL with the source, and on miniredis, unless told,
-		// the flagged script it refuses before the plain one.
+		// claim, then EVAL with the source.
 		first int
-		// Round trips of the first call after SCRIPT FLUSH.
+		// Round trips of the first call after SCRIPT FLUSH: the claim, EVALSHA, NOSCRIPT, EVAL.
 		flushed int
 		// What the second call sends.
 		second string
 	}{
-		{"redis-server 7", srv.Addr(), nil, 2, 3, "set evalsha"},
-		{"redis-server 7, conditional SET chosen but missing", srv.Addr(), []Option{WithConditionalSet(true)}, 3, 3, "set evalsha"},
-		{"miniredis, shebang refused", mr.Addr(), nil, 3, 3, "set evalsha"},
-		{"miniredis, WithoutScriptFlags", mr.Addr(), []Option{WithoutScriptFlags()}, 2, 3, "set evalsha"},
-		{"miniredis, conditional SET chosen but missing", mr.Addr(), []Option{WithConditionalSet(true)}, 4, 3, "set evalsha"},
-		{"valkey-server 8.1, conditional SET: no script", testsupport.StartValkey(t).Addr(), []Option{WithConditionalSet(true)}, 2, 2, "set set"},
+		{"redis-server 7", testsupport.StartRedis(t).Addr(), 2, 3, "set evalsha"},
+		{"miniredis", testsupport.StartMiniredis(t).Addr(), 2, 3, "set evalsha"},
 	} {
 		scope := fmt.Sprintf("s%d", i)
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,7 +199,7 @@ func TestScriptSourceIsSentOnFirstUseAndAfterNoScript(t *testing.T) {
 			c.ScriptFlush(context.Background())
 			log := &commandLog{}
 			c.AddHook(log)
-			g, _ := New(c, tc.opts...)
+			g, _ := New(c)
 			ctx := context.Background()
 			out, err := g.Do(ctx, Key{Scope: scope, ID: "1"}, Fingerprint{}, okWork("x"))
 			if err != nil || out.Kind != Executed || out.RoundTrips != tc.first {
@@ -239,22 +218,13 @@ func TestScriptSourceIsSentOnFirstUseAndAfterNoScript(t *testing.T) {
 	}
 }
 
-// Under noeviction a full Redis refuses new claims but still takes the result of work that ran.
-// With the conditional SET on Valkey 8.1 the SET is refused too, and the allow-oom script stores
-// the result.
+// Under noeviction a full Redis refuses new claims but still takes the result of work that ran:
+// the completion script is flagged allow-oom.
 func TestFullRedisRefusesClaimsButStoresResultsOfWorkThatRan(t *testing.T) {
-	t.Run("redis 7", func(t *testing.T) {
-		testFullServer(t, testsupport.StartRedis(t, "--maxmemory-policy", "noeviction"))
-	})
-	t.Run("valkey 8.1, conditional SET", func(t *testing.T) {
-		testFullServer(t, testsupport.StartValkey(t, "--maxmemory-policy", "noeviction"), WithConditionalSet(true))
-	})
-}
-
-func testFullServer(t *testing.T, srv *testsupport.RedisServer, opts ...Option) {
+	srv := testsupport.StartRedis(t, "--maxmemory-policy", "noeviction")
 	c := srv.NewClient()
 	defer c.Close()
-	g, _ := New(c, opts...)
+	g, _ := New(c)
 	ctx := context.Background()
 	out, err := g.Do(ctx, Key{Scope: "oom", ID: "claimed-before"}, Fingerprint{}, func(context.Context) (Result, error) {
 		// The memory fills up while the work runs (here: the limit drops below what is used).
@@ -274,7 +244,7 @@ func testFullServer(t *testing.T, srv *testsupport.RedisServer, opts ...Option) 
 	}
 	ran := false
 	out, err = g.Do(ctx, Key{Scope: "oom", ID: "new"}, Fingerprint{}, func(context.Context) (Result, error) { ran = true; return Result{}, nil })
-	if out.Kind != Unavailable || !errors.Is(err, ErrUnavailable) || ran {
+	if out.Kind != Unavailable || err == nil || ran {
 		t.Fatalf("new claim on a full Redis: %v, %v, ran=%v; want Unavailable and nothing run", out.Kind, err, ran)
 	}
 }
@@ -360,18 +330,19 @@ func TestClaimRetriedAfterLostReplyRecognisesItsOwnToken(t *testing.T) {
 }
 
 func TestCompletionRetriedAfterLostReplyRecognisesItsOwnResult(t *testing.T) {
-	srv := testsupport.StartValkey(t)
-	addr, dropped := dropFirstReply(t, srv.Addr(), []byte("$4\r\nifeq\r\n"))
+	srv := testsupport.StartRedis(t)
+	// A new guard's first completion is an EVAL with the script's source.
+	addr, dropped := dropFirstReply(t, srv.Addr(), []byte("$4\r\neval\r\n"))
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 2, Protocol: 2, DisableIdentity: true})
 	defer c.Close()
-	g, _ := New(c, WithConditionalSet(true))
+	g, _ := New(c)
 	runs := 0
 	out, err := g.Do(context.Background(), Key{Scope: "stripe", ID: "evt_lost_store_reply"}, Fingerprint{}, func(context.Context) (Result, error) {
 		runs++
 		return Result{Status: 200, Body: []byte("stored")}, nil
 	})
 	if !dropped.Load() {
-		t.Fatal("the proxy never dropped a conditional SET reply: the test did not exercise the retry")
+		t.Fatal("the proxy never dropped a completion reply: the test did not exercise the retry")
 	}
 	if err != nil || out.Kind != Executed || runs != 1 {
 		t.Fatalf("retried completion: %v, %v, runs=%d; want Executed once (not LockLost)", out.Kind, err, runs)
@@ -379,54 +350,6 @@ func TestCompletionRetriedAfterLostReplyRecognisesItsOwnResult(t *testing.T) {
 	out, err = g.Do(context.Background(), Key{Scope: "stripe", ID: "evt_lost_store_reply"}, Fingerprint{}, okWork("again"))
 	if err != nil || out.Kind != Replayed || string(out.Result.Body) != "stored" || runs != 1 {
 		t.Fatalf("retry: %v, %v, %q; want the stored result replayed", out.Kind, err, out.Result.Body)
-	}
-}
-
-// The conditional SET writes only over the claim it was given, and never creates a key.
-func TestConditionalSetStoresOnlyOverItsOwnClaim(t *testing.T) {
-	c := testsupport.StartValkey(t).NewClient()
-	scripts := &scriptRunner{client: c}
-	comp := &completer{client: c, scripts: scripts}
-	comp.mode.Store(completeBySet)
-	ctx := context.Background()
-	var mine, theirs token
-	mine[0], theirs[0] = 1, 2
-	exp := time.Now().Add(time.Minute)
-	claim := encodeInProgress(mine, Fingerprint{}, exp)
-	result, err := encodeCompleted(mine, Fingerprint{}, exp, Result{Status: 200, Body: []byte("r")}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name   string
-		before []byte // nil: no key
-		want   int64
-		after  []byte // nil: no key
-	}{
-		{"our claim", claim, scriptDone, result},
-		{"our result already stored", result, scriptAlreadyOurs, result},
-		{"another owner's claim", encodeInProgress(theirs, Fingerprint{}, exp), scriptOtherOwner, encodeInProgress(theirs, Fingerprint{}, exp)},
-		{"gone", nil, scriptGone, nil},
-	} {
-		key := "cond:" + tc.name
-		if tc.before != nil {
-			c.Set(ctx, key, tc.before, time.Minute)
-		}
-		n, trips, err := comp.complete(ctx, key, claim, result, time.Hour.Milliseconds())
-		if err != nil || n != tc.want || trips != 1 {
-			t.Errorf("%s: reply %d, %d round trips, %v; want %d in 1", tc.name, n, trips, err, tc.want)
-		}
-		after, err := c.Get(ctx, key).Bytes()
-		if tc.after == nil {
-			if !errors.Is(err, redis.Nil) {
-				t.Errorf("%s: key exists after the store (%v): a conditional SET must not create it", tc.name, err)
-			}
-		} else if !bytes.Equal(after, tc.after) {
-			t.Errorf("%s: value after the store differs from what it should be", tc.name)
-		}
-	}
-	if comp.mode.Load() != completeBySet {
-		t.Error("the guard fell back to the script on a server with a conditional SET")
 	}
 }
 
@@ -452,8 +375,7 @@ func TestRedisStoppedMidTestFailsClosedAndRecovers(t *testing.T) {
 	start := time.Now()
 	out, err := g.Do(ctx, Key{Scope: "down", ID: "during"}, fp, func(context.Context) (Result, error) { ran = true; return Result{}, nil })
 	elapsed := time.Since(start)
-	var se *StoreError
-	if out.Kind != Unavailable || !errors.Is(err, ErrUnavailable) || !errors.As(err, &se) || se.Op != "claim" {
+	if out.Kind != Unavailable || err == nil {
 		t.Fatalf("while down: %v, %v; want Unavailable", out.Kind, err)
 	}
 	if ran {
@@ -482,9 +404,8 @@ func TestRedisLostDuringWorkReportsResultNotStored(t *testing.T) {
 		srv.Stop()
 		return Result{Status: 200, Body: []byte("done")}, nil
 	})
-	var se *StoreError
-	if out.Kind != Executed || !errors.As(err, &se) || se.Op != "complete" || string(out.Result.Body) != "done" {
-		t.Fatalf("got %v, %v; want Executed with a complete error and the result", out.Kind, err)
+	if out.Kind != NotStored || err == nil || string(out.Result.Body) != "done" {
+		t.Fatalf("got %v, %v; want NotStored with the result", out.Kind, err)
 	}
 }
 
@@ -507,7 +428,7 @@ func TestFailOpenRunsWorkUnguardedOnlyWhenAskedTo(t *testing.T) {
 }
 
 func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
-	mr := miniredis.RunT(t)
+	mr := testsupport.StartMiniredis(t)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer c.Close()
 	now := time.Now()
@@ -521,7 +442,7 @@ func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
 	if err != nil || out.Kind != Replayed || !out.FromLocalCache || out.RoundTrips != 0 || string(out.Result.Body) != "first" {
 		t.Fatalf("warm replay: %+v %v", out, err)
 	}
-	if out, err := g.Do(ctx, key, FingerprintOf([]byte("q")), okWork("x")); out.Kind != Mismatch || !errors.Is(err, ErrMismatch) || out.RoundTrips != 0 {
+	if out, err := g.Do(ctx, key, FingerprintOf([]byte("q")), okWork("x")); out.Kind != Mismatch || err == nil || out.RoundTrips != 0 {
 		t.Fatalf("mismatch from cache: %v %v", out.Kind, err)
 	}
 	// A replay observed from the store is cached too.
@@ -549,10 +470,10 @@ func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
 }
 
 func TestClaimTTLAndWorkDeadlineFollowTheInvocationDeadline(t *testing.T) {
-	mr := miniredis.RunT(t)
+	mr := testsupport.StartMiniredis(t)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer c.Close()
-	g, _ := New(c, WithLockMargin(2*time.Second), WithSafetyMargin(500*time.Millisecond))
+	g, _ := New(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	invocation, _ := ctx.Deadline()
@@ -562,7 +483,7 @@ func TestClaimTTLAndWorkDeadlineFollowTheInvocationDeadline(t *testing.T) {
 		if !ok || work.After(invocation.Add(-500*time.Millisecond)) || work.Before(invocation.Add(-600*time.Millisecond)) {
 			t.Errorf("work deadline %s before the invocation's, want 500ms", invocation.Sub(work))
 		}
-		ttl := mr.TTL(key.redisKey(DefaultPrefix))
+		ttl := mr.TTL(key.redisKey(defaultPrefix))
 		if ttl < 11*time.Second || ttl > 12*time.Second {
 			t.Errorf("claim TTL %s, want the remaining 10s plus the 2s margin", ttl)
 		}
@@ -570,7 +491,7 @@ func TestClaimTTLAndWorkDeadlineFollowTheInvocationDeadline(t *testing.T) {
 	})
 
 	// A fixed lock TTL shorter than the invocation wins: the work ends before the claim can expire.
-	g2, _ := New(c, WithLockTTL(3*time.Second), WithSafetyMargin(500*time.Millisecond))
+	g2, _ := New(c, WithLockTTL(3*time.Second))
 	start := time.Now()
 	g2.Do(ctx, Key{Scope: "s", ID: "fixed"}, Fingerprint{}, func(wctx context.Context) (Result, error) {
 		work, _ := wctx.Deadline()
@@ -582,8 +503,8 @@ func TestClaimTTLAndWorkDeadlineFollowTheInvocationDeadline(t *testing.T) {
 
 	// Without a deadline the default lock TTL applies.
 	g.Do(context.Background(), Key{Scope: "s", ID: "nodeadline"}, Fingerprint{}, func(context.Context) (Result, error) {
-		if ttl := mr.TTL(Key{Scope: "s", ID: "nodeadline"}.redisKey(DefaultPrefix)); ttl != DefaultLockTTL {
-			t.Errorf("claim TTL without a deadline %s, want %s", ttl, DefaultLockTTL)
+		if ttl := mr.TTL(Key{Scope: "s", ID: "nodeadline"}.redisKey(defaultPrefix)); ttl != defaultLockTTL {
+			t.Errorf("claim TTL without a deadline %s, want %s", ttl, defaultLockTTL)
 		}
 		return Result{}, nil
 	})
@@ -595,10 +516,9 @@ func TestInvalidKeysNeverReachTheStore(t *testing.T) {
 	log := &commandLog{}
 	c.AddHook(log)
 	g, _ := New(c)
-	for _, k := range []Key{{"", "x"}, {"s", ""}, {"has space", "x"}, {"s{", "x"}, {"s", "line\nbreak"}, {"s", strings.Repeat("a", MaxIDLength+1)}, {strings.Repeat("s", MaxScopeLength+1), "x"}} {
+	for _, k := range []Key{{"", "x"}, {"s", ""}, {"has space", "x"}, {"s{", "x"}, {"s", "line\nbreak"}, {"s", strings.Repeat("a", MaxIDLength+1)}, {strings.Repeat("s", maxScopeLength+1), "x"}} {
 		out, err := g.Do(context.Background(), k, Fingerprint{}, okWork("x"))
-		var ke *KeyError
-		if out.Kind != InvalidKey || !errors.Is(err, ErrInvalidKey) || !errors.As(err, &ke) {
+		if out.Kind != InvalidKey || err == nil || k.Validate() == nil {
 			t.Errorf("%q: %v %v", k, out.Kind, err)
 		}
 	}
@@ -608,21 +528,21 @@ func TestInvalidKeysNeverReachTheStore(t *testing.T) {
 }
 
 func TestCorruptRecordFailsClosed(t *testing.T) {
-	mr := miniredis.RunT(t)
+	mr := testsupport.StartMiniredis(t)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer c.Close()
 	g, _ := New(c)
 	key := Key{Scope: "s", ID: "corrupt"}
-	mr.Set(key.redisKey(DefaultPrefix), "not a record")
+	mr.Set(key.redisKey(defaultPrefix), "not a record")
 	out, err := g.Do(context.Background(), key, Fingerprint{}, okWork("x"))
-	if out.Kind != Unavailable || !errors.Is(err, ErrCorruptRecord) {
+	if out.Kind != Unavailable || !errors.Is(err, errCorruptRecord) {
 		t.Fatalf("%v %v", out.Kind, err)
 	}
 }
 
 func TestOptionsFromEnv(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	opts, err := OptionsFromEnv(env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s", "IDEM_FAIL_OPEN": "true", "IDEM_CONDITIONAL_SET": "true"}), time.Hour)
+	opts, err := OptionsFromEnv(env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s", "IDEM_FAIL_OPEN": "true"}), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,17 +550,16 @@ func TestOptionsFromEnv(t *testing.T) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.prefix != "p" || o.resultTTL != 96*time.Hour || o.lockTTL != 45*time.Second || !o.failOpen || !o.condSet {
+	if o.prefix != "p" || o.resultTTL != 96*time.Hour || o.lockTTL != 45*time.Second || !o.failOpen {
 		t.Fatalf("%+v", o)
 	}
 	for name, bad := range map[string]map[string]string{
-		"IDEM_RESULT_TTL":      {"IDEM_RESULT_TTL": "forever"},
-		"IDEM_LOCK_TTL":        {"IDEM_LOCK_TTL": "-1s"},
-		"IDEM_KEY_PREFIX":      {"IDEM_KEY_PREFIX": "a{b}"},
-		"IDEM_FAIL_OPEN":       {"IDEM_FAIL_OPEN": "sometimes"},
-		"IDEM_CONDITIONAL_SET": {"IDEM_CONDITIONAL_SET": "auto"},
+		"IDEM_RESULT_TTL": {"IDEM_RESULT_TTL": "forever"},
+		"IDEM_LOCK_TTL":   {"IDEM_LOCK_TTL": "-1s"},
+		"IDEM_KEY_PREFIX": {"IDEM_KEY_PREFIX": "a{b}"},
+		"IDEM_FAIL_OPEN":  {"IDEM_FAIL_OPEN": "sometimes"},
 	} {
-		var se *SettingError
+		var se *setting.Error
 		if _, err := OptionsFromEnv(env(bad), time.Hour); !errors.As(err, &se) || se.Var != name {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -668,7 +587,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	if err != nil || rec.completed || rec.token != tok || !rec.expiresAt.Equal(exp) {
 		t.Fatalf("%+v %v", rec, err)
 	}
-	if _, err := encodeCompleted(tok, fp, exp, Result{Body: make([]byte, 100)}, 50); !errors.Is(err, ErrResultTooLarge) {
+	if _, err := encodeCompleted(tok, fp, exp, Result{Body: make([]byte, 100)}, 50); !errors.Is(err, errResultTooLarge) {
 		t.Fatalf("size limit: %v", err)
 	}
 }
@@ -704,5 +623,4 @@ func TestKindNames(t *testing.T) {
 			t.Errorf("%d has no name", k)
 		}
 	}
-	_ = io.EOF
 }

@@ -11,34 +11,34 @@ import (
 // MaxIDLength is the longest idempotency key ID accepted, in bytes.
 const MaxIDLength = 1024
 
-// MaxScopeLength is the longest scope accepted, in bytes.
-const MaxScopeLength = 64
+// maxScopeLength is the longest scope accepted, in bytes.
+const maxScopeLength = 64
 
 // Key names one unit of work: a Scope (a provider, a tenant, a route) and the caller's ID
 // within it. The ID never reaches Redis as such; only its SHA-256 does.
 type Key struct {
-	// Scope is 1 to MaxScopeLength characters from [A-Za-z0-9._:-].
+	// Scope is 1 to 64 characters from [A-Za-z0-9._:-].
 	Scope string
 	// ID is 1 to MaxIDLength bytes of printable text: no ASCII control characters.
 	ID string
 }
 
-// Validate reports whether k can be used, as a *KeyError wrapping ErrInvalidKey.
+// Validate reports why k cannot be used, or nil. Do calls it before sending anything.
 func (k Key) Validate() error {
-	if k.Scope == "" || len(k.Scope) > MaxScopeLength {
-		return &KeyError{Field: "scope", Reason: fmt.Sprintf("must be 1 to %d bytes", MaxScopeLength)}
+	if k.Scope == "" || len(k.Scope) > maxScopeLength {
+		return fmt.Errorf("idem: invalid key: scope must be 1 to %d bytes", maxScopeLength)
 	}
 	for i := 0; i < len(k.Scope); i++ {
 		if !scopeByte(k.Scope[i]) {
-			return &KeyError{Field: "scope", Reason: fmt.Sprintf("byte %d is not one of [A-Za-z0-9._:-]", i)}
+			return fmt.Errorf("idem: invalid key: scope byte %d is not one of [A-Za-z0-9._:-]", i)
 		}
 	}
 	if k.ID == "" || len(k.ID) > MaxIDLength {
-		return &KeyError{Field: "id", Reason: fmt.Sprintf("must be 1 to %d bytes", MaxIDLength)}
+		return fmt.Errorf("idem: invalid key: id must be 1 to %d bytes", MaxIDLength)
 	}
 	for i := 0; i < len(k.ID); i++ {
 		if c := k.ID[i]; c < 0x20 || c == 0x7f {
-			return &KeyError{Field: "id", Reason: fmt.Sprintf("byte %d is a control character", i)}
+			return fmt.Errorf("idem: invalid key: id byte %d is a control character", i)
 		}
 	}
 	return nil

@@ -5,40 +5,37 @@ import (
 	"time"
 )
 
-// Defaults of the options below.
+// Fixed parts of the guard's timing and limits: every deployment so far has used these values,
+// so they are not options.
 const (
-	DefaultPrefix        = "idem"
-	DefaultResultTTL     = 24 * time.Hour
-	DefaultLockMargin    = 2 * time.Second
-	DefaultSafetyMargin  = 500 * time.Millisecond
-	DefaultLockTTL       = 30 * time.Second
-	DefaultMaxResultSize = 256 << 10
+	defaultPrefix    = "idem"
+	defaultResultTTL = 24 * time.Hour
+	// defaultLockTTL is the claim TTL when the context has no deadline.
+	defaultLockTTL = 30 * time.Second
+	// lockMargin is what a derived claim TTL adds to the invocation's remaining time, so the
+	// claim outlives the invocation.
+	lockMargin = 2 * time.Second
+	// safetyMargin is how long before the claim's expiry and before the invocation deadline the
+	// work's context ends, leaving time to store the result or release the claim (that final
+	// call is bounded by the client's own timeouts).
+	safetyMargin = 500 * time.Millisecond
+	// maxResultSize is the largest encoded result stored, in bytes; a larger result fails the
+	// call (it is never truncated).
+	maxResultSize = 256 << 10
 )
 
 type options struct {
-	prefix        string
-	resultTTL     time.Duration
-	lockTTL       time.Duration
-	lockMargin    time.Duration
-	safetyMargin  time.Duration
-	maxResultSize int
-	failOpen      bool
-	condSet       bool
-	plainScripts  bool
-	cacheSize     int
-	cacheTTL      time.Duration
-	now           func() time.Time
+	prefix    string
+	resultTTL time.Duration
+	lockTTL   time.Duration
+	failOpen  bool
+	cacheSize int
+	cacheTTL  time.Duration
+	now       func() time.Time
 }
 
 func defaultOptions() options {
-	return options{
-		prefix:        DefaultPrefix,
-		resultTTL:     DefaultResultTTL,
-		lockMargin:    DefaultLockMargin,
-		safetyMargin:  DefaultSafetyMargin,
-		maxResultSize: DefaultMaxResultSize,
-		now:           time.Now,
-	}
+	return options{prefix: defaultPrefix, resultTTL: defaultResultTTL, now: time.Now}
 }
 
 // Option configures a Guard.
@@ -51,24 +48,11 @@ func WithPrefix(prefix string) Option { return func(o *options) { o.prefix = pre
 // retry the sender can still make. Default 24h.
 func WithResultTTL(d time.Duration) Option { return func(o *options) { o.resultTTL = d } }
 
-// WithLockTTL fixes how long an in-progress claim lives. Default 0: derived per call as the
-// time left until the context's deadline (the Lambda invocation deadline) plus the lock margin,
-// so the claim cannot expire while the work may still run; DefaultLockTTL (30s) when the
-// context has no deadline.
+// WithLockTTL fixes how long an in-progress claim lives; it must exceed 500ms, the time the
+// work's context ends before the claim expires. Default 0: derived per call as the time left
+// until the context's deadline (the Lambda invocation deadline) plus 2s, so the claim cannot
+// expire while the work may still run; 30s when the context has no deadline.
 func WithLockTTL(d time.Duration) Option { return func(o *options) { o.lockTTL = d } }
-
-// WithLockMargin sets what a derived claim TTL adds to the invocation's remaining time.
-// Default 2s.
-func WithLockMargin(d time.Duration) Option { return func(o *options) { o.lockMargin = d } }
-
-// WithSafetyMargin sets how long before the claim's expiry and before the invocation deadline
-// the work's context ends, leaving time to store the result or release the claim (that final
-// call is bounded by the client's own timeouts). Default 500ms.
-func WithSafetyMargin(d time.Duration) Option { return func(o *options) { o.safetyMargin = d } }
-
-// WithMaxResultSize sets the largest encoded result stored, in bytes; a larger result fails
-// the call with ErrResultTooLarge (it is never truncated). Default 256 KiB. 0 means no limit.
-func WithMaxResultSize(n int) Option { return func(o *options) { o.maxResultSize = n } }
 
 // WithFailOpen makes the guard run the work without a claim when the store is unreachable
 // (outcome ExecutedUnguarded) instead of refusing it (outcome Unavailable). Default false:
@@ -82,25 +66,8 @@ func WithLocalCache(size int, ttl time.Duration) Option {
 	return func(o *options) { o.cacheSize, o.cacheTTL = size, ttl }
 }
 
-// WithConditionalSet stores results with one plain conditional command,
-// SET key <result> IFEQ <claim> PX <result TTL> GET, instead of the complete.lua script. It needs
-// Valkey 8.1 or later or Redis 8.4 or later (ElastiCache for Valkey 8.1 and 8.2 qualify). The
-// guarantee is the same: the result replaces the record only while it is still exactly our claim.
-// The server then runs one SET instead of a script that calls GET and SET (INFO commandstats
-// counts 2 commands per first execution instead of 4). Default off. On a server without IFEQ the
-// first store answers a syntax error, which writes nothing; the guard then uses the script for
-// good, so a wrong setting costs one round trip per environment, never a result. A full server
-// (maxmemory with noeviction) refuses the SET; that store goes through the script, which may
-// still write.
-func WithConditionalSet(enabled bool) Option { return func(o *options) { o.condSet = enabled } }
-
-// WithoutScriptFlags sends the scripts without their shebang line (#!lua flags=allow-oom), for
-// servers that cannot compile it, such as the embedded miniredis of a local run (which has no
-// memory limit to allow past). Without it such a server costs one refused script per guard
-// before the guard finds out by itself. Never needed for Redis 7+ or Valkey.
-func WithoutScriptFlags() Option { return func(o *options) { o.plainScripts = true } }
-
-// WithClock replaces time.Now, for tests.
+// WithClock replaces time.Now, the clock the guard reads to derive claim expiries and work
+// deadlines. For tests: the store's own TTLs still run on the store's clock.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 func (o options) validate() error {
@@ -109,10 +76,10 @@ func (o options) validate() error {
 		return fmt.Errorf("idem: empty key prefix")
 	case o.resultTTL < time.Millisecond:
 		return fmt.Errorf("idem: result TTL %s is below 1ms", o.resultTTL)
-	case o.lockTTL < 0, o.lockMargin < 0, o.safetyMargin < 0, o.maxResultSize < 0, o.cacheSize < 0, o.cacheTTL < 0:
+	case o.lockTTL < 0, o.cacheSize < 0, o.cacheTTL < 0:
 		return fmt.Errorf("idem: negative option")
-	case o.lockTTL != 0 && o.lockTTL <= o.safetyMargin:
-		return fmt.Errorf("idem: lock TTL %s must exceed the safety margin %s", o.lockTTL, o.safetyMargin)
+	case o.lockTTL != 0 && o.lockTTL <= safetyMargin:
+		return fmt.Errorf("idem: lock TTL %s must exceed the safety margin %s", o.lockTTL, safetyMargin)
 	}
 	return o.validatePrefix()
 }

@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// Kind says what Do did. Callers switch on it to choose a response.
+// Kind says what Do did. It is the one thing to branch on: every Kind fully describes what
+// happened to the work and to the stored record.
 type Kind int
 
 // The outcomes of Do.
 const (
-	// Executed: the key was new, the work ran once here and succeeded; its result is stored
-	// unless Do also returned an error (ErrLockLost or ErrUnavailable while completing).
+	// Executed: the key was new, the work ran once here and succeeded, and its result is stored.
 	Executed Kind = iota + 1
 	// Replayed: the work completed earlier; Outcome.Result is the stored result.
 	Replayed
@@ -20,10 +20,15 @@ const (
 	InProgress
 	// Mismatch: the key was used before with a different payload fingerprint.
 	Mismatch
-	// LockLost: the work ran, but the claim expired or passed to another owner before the
-	// result could be stored. The result is returned and not stored.
+	// LockLost: the work ran and succeeded, but the claim expired or passed to another owner
+	// before its result could be stored. Outcome.Result is the work's result; nothing is stored.
 	LockLost
-	// Unavailable: the store could not be reached. Nothing ran (fail closed).
+	// NotStored: the work ran and succeeded, but the store failed while its result was being
+	// stored. Outcome.Result is the work's result; the claim expires at its TTL, so a retry after
+	// that runs the work again.
+	NotStored
+	// Unavailable: the store could not be reached, or held a record this package did not write.
+	// Nothing ran (fail closed).
 	Unavailable
 	// ExecutedUnguarded: the store could not be reached and the guard was built with
 	// WithFailOpen, so the work ran without a claim. Nothing was stored.
@@ -36,10 +41,10 @@ const (
 )
 
 var kindNames = [...]string{"", "executed", "replayed", "in_progress", "mismatch", "lock_lost",
-	"unavailable", "executed_unguarded", "invalid_key", "failed"}
+	"not_stored", "unavailable", "executed_unguarded", "invalid_key", "failed"}
 
 // String returns the outcome name used in logs: executed, replayed, in_progress, mismatch,
-// lock_lost, unavailable, executed_unguarded, invalid_key or failed.
+// lock_lost, not_stored, unavailable, executed_unguarded, invalid_key or failed.
 func (k Kind) String() string {
 	if k <= 0 || int(k) >= len(kindNames) {
 		return fmt.Sprintf("Kind(%d)", int(k))
@@ -50,13 +55,14 @@ func (k Kind) String() string {
 // Outcome is what Do reports for one call.
 type Outcome struct {
 	Kind Kind
-	// Result is the work's result (Executed, ExecutedUnguarded, LockLost) or the stored one
-	// (Replayed). Its Body is shared with the local cache: do not modify it.
+	// Result is the work's result (Executed, LockLost, NotStored, ExecutedUnguarded) or the
+	// stored one (Replayed). Its Body is shared with the local cache: do not modify it.
 	Result Result
 	// RetryAfter is how long until an in-progress claim expires at the latest (InProgress).
 	RetryAfter time.Duration
-	// RoundTrips counts the commands sent to the store for this call (0 when served from the
-	// local cache or rejected before any command).
+	// RoundTrips counts the round trips to the store for this call (0 when served from the
+	// local cache or rejected before any command). For DoBatch it counts those of the whole
+	// batch, the same for every item that reached the store.
 	RoundTrips int
 	// FromLocalCache reports a replay answered by the in-process cache.
 	FromLocalCache bool
@@ -70,97 +76,13 @@ type Result struct {
 	Body    []byte
 }
 
-// Sentinel errors. Do returns errors that wrap exactly one of them; branch with errors.Is.
+// Errors returned by the function Wrap returns, for its callers to branch on with errors.Is.
+// Do itself reports through Outcome.Kind.
 var (
-	// ErrInProgress: another owner holds the claim (see *InProgressError for RetryAfter).
+	// ErrInProgress: another call holds the key's claim; retry later.
 	ErrInProgress = errors.New("idem: in progress")
-	// ErrMismatch: the key was used with a different payload.
+	// ErrMismatch: the key was used before with a different input.
 	ErrMismatch = errors.New("idem: payload mismatch for key")
-	// ErrLockLost: the claim expired or was taken before the result could be stored.
-	ErrLockLost = errors.New("idem: lock lost")
-	// ErrUnavailable: the store did not answer in time or answered with a server error.
+	// ErrUnavailable: the store could not be reached; nothing ran.
 	ErrUnavailable = errors.New("idem: store unavailable")
-	// ErrInvalidKey: the key failed validation.
-	ErrInvalidKey = errors.New("idem: invalid key")
-	// ErrResultTooLarge: the work's encoded result exceeds the configured limit.
-	ErrResultTooLarge = errors.New("idem: result too large")
-	// ErrCorruptRecord: the stored value is not a record this package wrote.
-	ErrCorruptRecord = errors.New("idem: corrupt record")
 )
-
-// KeyError describes why a Key is invalid. It wraps ErrInvalidKey.
-type KeyError struct {
-	Field  string // "scope" or "id"
-	Reason string
-}
-
-func (e *KeyError) Error() string { return "idem: invalid key: " + e.Field + " " + e.Reason }
-
-// Unwrap returns ErrInvalidKey.
-func (e *KeyError) Unwrap() error { return ErrInvalidKey }
-
-// InProgressError reports a claim held by another owner. It wraps ErrInProgress.
-type InProgressError struct {
-	// RetryAfter is the time until the claim expires at the latest, per the claimer's clock.
-	RetryAfter time.Duration
-}
-
-func (e *InProgressError) Error() string {
-	return fmt.Sprintf("idem: in progress, retry after %s", e.RetryAfter)
-}
-
-// Unwrap returns ErrInProgress.
-func (e *InProgressError) Unwrap() error { return ErrInProgress }
-
-// LockLostError reports why a claim was no longer ours when the result was to be stored or the
-// claim released. It wraps ErrLockLost.
-type LockLostError struct {
-	// Expired: the record was gone (its TTL ran out, or it was evicted or flushed).
-	// Otherwise another owner's record, or a result stored by another owner, was found.
-	Expired bool
-}
-
-func (e *LockLostError) Error() string {
-	if e.Expired {
-		return "idem: lock lost: claim expired before the result was stored"
-	}
-	return "idem: lock lost: the key is now held by another owner"
-}
-
-// Unwrap returns ErrLockLost.
-func (e *LockLostError) Unwrap() error { return ErrLockLost }
-
-// StoreError is a failure to talk to the store. It wraps ErrUnavailable and the cause.
-type StoreError struct {
-	Op  string // "claim", "complete" or "release"
-	Err error
-}
-
-func (e *StoreError) Error() string {
-	return "idem: store unavailable during " + e.Op + ": " + e.Err.Error()
-}
-
-// Unwrap returns ErrUnavailable and the underlying error.
-func (e *StoreError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
-
-// WorkError is a failure of the work itself: its error, a panic, or its context ending.
-// It wraps the work's error, so callers can still match their own sentinels.
-type WorkError struct {
-	Err error
-	// Panic holds the recovered value when the work panicked, and Stack its stack.
-	Panic any
-	Stack []byte
-	// ReleaseErr is set when the claim could not be released; it then expires at its TTL.
-	ReleaseErr error
-}
-
-func (e *WorkError) Error() string {
-	msg := "idem: work failed: " + e.Err.Error()
-	if e.ReleaseErr != nil {
-		msg += " (claim not released: " + e.ReleaseErr.Error() + ")"
-	}
-	return msg
-}
-
-// Unwrap returns the work's error.
-func (e *WorkError) Unwrap() error { return e.Err }

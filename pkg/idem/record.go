@@ -1,7 +1,9 @@
 package idem
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -18,12 +20,18 @@ import (
 //
 // A completed record continues with uvarint status, uvarint header count, then per header
 // uvarint length + name and uvarint length + value, then uvarint length + body, and nothing after.
+// errCorruptRecord: the stored value is not a record this package wrote.
+var errCorruptRecord = errors.New("idem: corrupt record")
+
+// errResultTooLarge: the work's encoded result exceeds maxResultSize.
+var errResultTooLarge = errors.New("idem: result too large")
+
 const (
 	recordVersion  = 1
 	kindInProgress = 'P'
 	kindCompleted  = 'C'
 	tokenSize      = 16
-	headerSize     = 2 + tokenSize + FingerprintSize + 8
+	headerSize     = 2 + tokenSize + sha256.Size + 8
 	// ownerPrefixSize is the header prefix the scripts compare: version, kind, token.
 	ownerPrefixSize = 2 + tokenSize
 )
@@ -44,7 +52,7 @@ func putHeader(b []byte, kind byte, tok token, fp Fingerprint, expiresAt time.Ti
 	b[1] = kind
 	copy(b[2:], tok[:])
 	copy(b[2+tokenSize:], fp[:])
-	binary.BigEndian.PutUint64(b[2+tokenSize+FingerprintSize:], uint64(expiresAt.UnixMilli()))
+	binary.BigEndian.PutUint64(b[2+tokenSize+sha256.Size:], uint64(expiresAt.UnixMilli()))
 }
 
 func encodeInProgress(tok token, fp Fingerprint, expiresAt time.Time) []byte {
@@ -76,7 +84,7 @@ func encodeCompleted(tok token, fp Fingerprint, expiresAt time.Time, r Result, m
 	}
 	b = appendBytes(b, r.Body)
 	if max > 0 && len(b) > max {
-		return nil, fmt.Errorf("%w: %d bytes encoded, limit %d", ErrResultTooLarge, len(b), max)
+		return nil, fmt.Errorf("%w: %d bytes encoded, limit %d", errResultTooLarge, len(b), max)
 	}
 	return b, nil
 }
@@ -86,38 +94,38 @@ func appendBytes[T string | []byte](b []byte, s T) []byte {
 	return append(b, s...)
 }
 
-// decodeRecord parses a stored value. Anything this package did not write is ErrCorruptRecord.
+// decodeRecord parses a stored value. Anything this package did not write is errCorruptRecord.
 func decodeRecord(b []byte) (record, error) {
 	var rec record
 	if len(b) < headerSize {
-		return rec, fmt.Errorf("%w: %d bytes, want at least %d", ErrCorruptRecord, len(b), headerSize)
+		return rec, fmt.Errorf("%w: %d bytes, want at least %d", errCorruptRecord, len(b), headerSize)
 	}
 	if b[0] != recordVersion {
-		return rec, fmt.Errorf("%w: version %d", ErrCorruptRecord, b[0])
+		return rec, fmt.Errorf("%w: version %d", errCorruptRecord, b[0])
 	}
 	copy(rec.token[:], b[2:])
 	copy(rec.fingerprint[:], b[2+tokenSize:])
-	ms := binary.BigEndian.Uint64(b[2+tokenSize+FingerprintSize:])
+	ms := binary.BigEndian.Uint64(b[2+tokenSize+sha256.Size:])
 	if ms > 1<<62 {
-		return rec, fmt.Errorf("%w: expiry out of range", ErrCorruptRecord)
+		return rec, fmt.Errorf("%w: expiry out of range", errCorruptRecord)
 	}
 	rec.expiresAt = time.UnixMilli(int64(ms))
 	switch b[1] {
 	case kindInProgress:
 		if len(b) != headerSize {
-			return rec, fmt.Errorf("%w: %d trailing bytes after in-progress record", ErrCorruptRecord, len(b)-headerSize)
+			return rec, fmt.Errorf("%w: %d trailing bytes after in-progress record", errCorruptRecord, len(b)-headerSize)
 		}
 		return rec, nil
 	case kindCompleted:
 		rec.completed = true
 	default:
-		return rec, fmt.Errorf("%w: kind %q", ErrCorruptRecord, b[1])
+		return rec, fmt.Errorf("%w: kind %q", errCorruptRecord, b[1])
 	}
 	d := decoder{b: b[headerSize:]}
 	status := d.uvarint()
 	n := d.uvarint()
 	if d.err == nil && (status > 999 || n > uint64(len(d.b))/2) {
-		return rec, fmt.Errorf("%w: status %d or header count %d out of range", ErrCorruptRecord, status, n)
+		return rec, fmt.Errorf("%w: status %d or header count %d out of range", errCorruptRecord, status, n)
 	}
 	rec.result.Status = int(status)
 	if n > 0 && d.err == nil {
@@ -133,7 +141,7 @@ func decodeRecord(b []byte) (record, error) {
 		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
 	}
 	if d.err != nil {
-		return record{}, fmt.Errorf("%w: %v", ErrCorruptRecord, d.err)
+		return record{}, fmt.Errorf("%w: %v", errCorruptRecord, d.err)
 	}
 	return rec, nil
 }

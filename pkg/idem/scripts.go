@@ -4,9 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,23 +15,9 @@ var (
 	//go:embed release.lua
 	releaseSource string
 
-	completeScript = newScript(completeSource)
-	releaseScript  = newScript(releaseSource)
+	completeScript = redis.NewScript(completeSource)
+	releaseScript  = redis.NewScript(releaseSource)
 )
-
-// script is a Lua script as written, with its shebang flags (Redis 7, Valkey), and the same
-// body without them for servers that cannot compile a shebang (the embedded miniredis).
-type script struct {
-	flagged, plain *redis.Script
-}
-
-func newScript(src string) script {
-	plain := src
-	if strings.HasPrefix(src, "#!") {
-		_, plain, _ = strings.Cut(src, "\n")
-	}
-	return script{flagged: redis.NewScript(src), plain: redis.NewScript(plain)}
-}
 
 // Replies of the scripts.
 const (
@@ -44,40 +28,22 @@ const (
 	scriptResultKept  = -2
 )
 
-// scriptRunner calls scripts and remembers whether the server understands shebang flags.
+// scriptRunner calls scripts, sending a script's source the first time and its SHA after that.
 type scriptRunner struct {
 	client Client
-	plain  atomic.Bool
 	// sent holds the scripts whose source this runner has had a server compile.
 	sent sync.Map // *redis.Script -> struct{}
 }
 
-// run calls a script. A server that cannot compile the shebang line gets the plain body from
-// then on. It returns the script's reply and the number of round trips it took.
-func (r *scriptRunner) run(ctx context.Context, s script, keys []string, args ...any) (int64, int, error) {
-	if s.flagged == s.plain || r.plain.Load() {
-		return r.eval(ctx, s.plain, keys, args...)
-	}
-	n, trips, err := r.eval(ctx, s.flagged, keys, args...)
-	if err == nil || !redis.HasErrorPrefix(err, "Error compiling script") {
-		return n, trips, err
-	}
-	r.plain.Store(true)
-	n, more, err := r.eval(ctx, s.plain, keys, args...)
-	return n, trips + more, err
-}
-
-// eval sends a script's source (EVAL) the first time this runner calls it, and its SHA
+// run sends a script's source (EVAL) the first time this runner calls it, and its SHA
 // (EVALSHA) after that. The first call costs one round trip either way, and a server that never
-// saw the script (a new or restarted server, the embedded one of a local run) needs no NOSCRIPT
-// round trip. EVALSHA falls back to EVAL after NOSCRIPT (a failover, SCRIPT FLUSH, another
-// cluster node).
-func (r *scriptRunner) eval(ctx context.Context, s *redis.Script, keys []string, args ...any) (int64, int, error) {
-	if _, ok := r.sent.Load(s); !ok {
+// saw the script (a new or restarted server) needs no NOSCRIPT round trip. EVALSHA falls back to
+// EVAL after NOSCRIPT (a failover, SCRIPT FLUSH, another cluster node). It returns the script's
+// reply and the number of round trips it took.
+func (r *scriptRunner) run(ctx context.Context, s *redis.Script, keys []string, args ...any) (int64, int, error) {
+	if !r.known(s) {
 		n, err := s.Eval(ctx, r.client, keys, args...).Int64()
-		if err == nil || isReply(err) {
-			r.sent.Store(s, struct{}{})
-		}
+		r.learn(s, err)
 		return n, 1, err
 	}
 	n, err := s.EvalSha(ctx, r.client, keys, args...).Int64()
@@ -86,6 +52,19 @@ func (r *scriptRunner) eval(ctx context.Context, s *redis.Script, keys []string,
 	}
 	n, err = s.Eval(ctx, r.client, keys, args...).Int64()
 	return n, 2, err
+}
+
+// known reports whether a server already compiled s for this runner.
+func (r *scriptRunner) known(s *redis.Script) bool {
+	_, ok := r.sent.Load(s)
+	return ok
+}
+
+// learn records that s was compiled, when err, the reply to an EVAL of s, says the server ran it.
+func (r *scriptRunner) learn(s *redis.Script, err error) {
+	if err == nil || isReply(err) {
+		r.sent.Store(s, struct{}{})
+	}
 }
 
 // isReply reports whether err is the server's answer (an error reply or a nil reply) rather than

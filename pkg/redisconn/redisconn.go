@@ -272,6 +272,7 @@ func openEmbedded(s Settings, o *options) (*Conn, error) {
 	if err := m.Start(); err != nil {
 		return nil, fmt.Errorf("redisconn: start embedded redis: %w", err)
 	}
+	acceptScriptFlags(m.Server())
 	single := &redis.Options{Addr: m.Addr()}
 	o.apply(single, s)
 	return &Conn{Client: redis.NewClient(single), embedded: m, addr: m.Addr()}, nil

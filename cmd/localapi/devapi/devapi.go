@@ -36,7 +36,6 @@ import (
 	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 	paymentshandler "github.com/idemlambda/idem/functions/payments/handler"
 	webhookhandler "github.com/idemlambda/idem/functions/webhook/handler"
-	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/redisconn"
 )
 
@@ -138,9 +137,8 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		}
 	}
 	// The embedded Redis cannot compile the scripts' shebang line: send them without it.
-	var guardOpts []idem.Option
 	if a.Redis.Embedded() {
-		guardOpts = append(guardOpts, idem.WithoutScriptFlags())
+		a.Redis.Client.AddHook(&scriptFlags{})
 	}
 	for _, f := range t.Functions {
 		local, fixed := localEnv(f, cfg.Secrets)
@@ -157,8 +155,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		switch f.Code {
 		case samtemplate.Webhook:
 			wh, err := webhookhandler.New(ctx, getenv,
-				webhookhandler.WithRedis(a.Redis.Client), webhookhandler.WithLogOutput(cfg.LogOutput),
-				webhookhandler.WithGuardOptions(guardOpts...))
+				webhookhandler.WithRedis(a.Redis.Client), webhookhandler.WithLogOutput(cfg.LogOutput))
 			if err != nil {
 				_ = a.Close()
 				return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)
@@ -167,8 +164,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 			h = wh.Handle
 		case samtemplate.Payments:
 			ph, err := paymentshandler.New(ctx, getenv,
-				paymentshandler.WithRedis(a.Redis.Client), paymentshandler.WithLogOutput(cfg.LogOutput),
-				paymentshandler.WithGuardOptions(guardOpts...))
+				paymentshandler.WithRedis(a.Redis.Client), paymentshandler.WithLogOutput(cfg.LogOutput))
 			if err != nil {
 				_ = a.Close()
 				return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)

@@ -79,14 +79,14 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest
 
 	rec := obs.Request{ID: obs.KeyID(scoped), RoundTrips: out.RoundTrips, Err: err}
 	switch out.Kind {
-	case idem.Executed, idem.LockLost, idem.ExecutedUnguarded:
+	case idem.Executed, idem.LockLost, idem.NotStored, idem.ExecutedUnguarded:
 		// The payment is in the ledger, whatever became of the Redis record: answer with it. A
 		// retry that finds no record in Redis finds the same payment in the ledger.
 		rec.Outcome = obs.OutcomeExecuted
 		switch {
 		case out.Kind == idem.ExecutedUnguarded:
 			rec.Reason = "unguarded"
-		case err != nil:
+		case out.Kind != idem.Executed:
 			rec.Reason = "result_not_stored"
 		}
 		if fromLedger {

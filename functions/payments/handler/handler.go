@@ -223,9 +223,6 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 			return nil, err
 		}
 		client = h.conn.Client
-		if h.conn.Embedded() {
-			guardOpts = append(guardOpts, idem.WithoutScriptFlags())
-		}
 	}
 	if h.guard, err = idem.New(client, append(guardOpts, o.guardOpts...)...); err != nil {
 		return nil, fmt.Errorf("payments: idempotency guard: %w", errors.Join(err, h.Close()))

@@ -19,6 +19,7 @@ import (
 	"github.com/idemlambda/idem/pkg/ledger"
 	"github.com/idemlambda/idem/pkg/obs"
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 // Environment variables read by New, besides REDIS_*, IDEM_* and LOG_LEVEL (SPEC.md section 2).
@@ -180,31 +181,18 @@ func authFromEnv(v string, insideLambda bool) (string, error) {
 
 const authModes = AuthIAM + ", " + AuthJWT + ", " + AuthLambda + ", " + AuthNone
 
-// idemEnv lists the variables idem.OptionsFromEnv reads.
-var idemEnv = []string{"IDEM_KEY_PREFIX", "IDEM_RESULT_TTL", "IDEM_LOCK_TTL", "IDEM_FAIL_OPEN", "IDEM_CONDITIONAL_SET"}
-
 // guardOptionsFromEnv wraps idem.OptionsFromEnv, turning its error into a *SettingError that
 // names the variable at fault.
 func guardOptionsFromEnv(getenv func(string) string) ([]idem.Option, error) {
 	opts, err := idem.OptionsFromEnv(getenv, DefaultResultTTL)
-	if err == nil {
-		return opts, nil
+	var se *setting.Error
+	switch {
+	case errors.As(err, &se):
+		return nil, &SettingError{Var: se.Var, Err: err}
+	case err != nil:
+		return nil, fmt.Errorf("payments: %w", err)
 	}
-	// The core's error names the variable in its text only; find it by reading one at a time.
-	name := strings.Join(idemEnv, ", ")
-	for _, v := range idemEnv {
-		only := func(k string) string {
-			if k == v {
-				return getenv(k)
-			}
-			return ""
-		}
-		if _, err := idem.OptionsFromEnv(only, DefaultResultTTL); err != nil {
-			name = v
-			break
-		}
-	}
-	return nil, &SettingError{Var: name, Reason: "invalid", Err: err}
+	return opts, nil
 }
 
 // logLevelFromEnv reads LOG_LEVEL.

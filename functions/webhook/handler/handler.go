@@ -211,7 +211,6 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		client = h.conn.Client
 		if h.conn.Embedded() {
 			logger.Info("no REDIS_URL outside Lambda: using an embedded in-process Redis", "addr", h.conn.Addr())
-			idemOpts = append(idemOpts, idem.WithoutScriptFlags())
 		}
 	}
 	if h.guard, err = idem.New(client, append(idemOpts, o.guardOpts...)...); err != nil {
@@ -348,13 +347,12 @@ type receipt struct {
 func respond(out idem.Outcome, err error) (events.APIGatewayV2HTTPResponse, obs.Request) {
 	switch out.Kind {
 	case idem.Executed, idem.ExecutedUnguarded:
-		resp := apigw.Raw(out.Result.Status, out.Result.Body)
-		if err != nil {
-			// Forwarded, but the result is not stored: answering 200 stops the provider's
-			// retries, which is right since the event reached the sink.
-			return resp, obs.Request{Outcome: obs.OutcomeError, Reason: reasonResultNotStored, Err: err}
-		}
-		return resp, obs.Request{Outcome: obs.OutcomeExecuted}
+		return apigw.Raw(out.Result.Status, out.Result.Body), obs.Request{Outcome: obs.OutcomeExecuted}
+	case idem.NotStored:
+		// Forwarded, but the result is not stored: answering 200 stops the provider's
+		// retries, which is right since the event reached the sink.
+		return apigw.Raw(out.Result.Status, out.Result.Body),
+			obs.Request{Outcome: obs.OutcomeError, Reason: reasonResultNotStored, Err: err}
 	case idem.LockLost:
 		return apigw.Raw(out.Result.Status, out.Result.Body),
 			obs.Request{Outcome: obs.OutcomeError, Reason: reasonLockLost, Err: err}

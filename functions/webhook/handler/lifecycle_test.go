@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/redis/go-redis/v9"
 
@@ -56,7 +55,7 @@ func TestResultTTLComesFromIdemResultTTL(t *testing.T) {
 
 func TestRetryJustBeforeResultExpiresIsReplayed(t *testing.T) {
 	forEachProvider(t, func(t *testing.T, pc providerCase) {
-		m := miniredis.RunT(t)
+		m := testsupport.StartMiniredis(t)
 		rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 		t.Cleanup(func() { rdb.Close() })
 		hs := newHarness(t, pc.name, harnessConfig{rdb: rdb, prefix: "idem"})

@@ -38,7 +38,7 @@ func WithRedisOptions(opts ...redisconn.Option) Option {
 }
 
 // WithGuardOptions adds opts to the idempotency guard's options, after those of the IDEM_*
-// variables (e.g. idem.WithoutScriptFlags for an embedded Redis passed with WithRedis).
+// variables (e.g. idem.WithLockTTL).
 func WithGuardOptions(opts ...idem.Option) Option {
 	return func(o *options) { o.guardOpts = append(o.guardOpts, opts...) }
 }

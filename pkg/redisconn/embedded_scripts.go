@@ -1,0 +1,51 @@
+package redisconn
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+	"sync"
+
+	"github.com/alicebob/miniredis/v2/server"
+)
+
+// acceptScriptFlags makes the embedded server run scripts that begin with a shebang line
+// (#!lua flags=allow-oom), as the core's do for Redis 7 and Valkey: miniredis's Lua compiler
+// cannot parse that line, so the server drops it before compiling (miniredis has no memory limit
+// for the flags to matter) and answers EVALSHA with the SHA1 of the script as sent.
+func acceptScriptFlags(srv *server.Server) {
+	var mu sync.Mutex
+	bodies := map[string]string{} // SHA1 of a script with a shebang -> SHA1 of its body
+	srv.SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
+		if len(args) == 0 {
+			return false
+		}
+		switch cmd {
+		case "EVAL", "EVAL_RO":
+			if !strings.HasPrefix(args[0], "#!") {
+				return false
+			}
+			_, body, _ := strings.Cut(args[0], "\n")
+			mu.Lock()
+			bodies[sha1Hex(args[0])] = sha1Hex(body)
+			mu.Unlock()
+			srv.Dispatch(c, append([]string{cmd, body}, args[1:]...))
+			return true
+		case "EVALSHA", "EVALSHA_RO":
+			mu.Lock()
+			sha, ok := bodies[strings.ToLower(args[0])]
+			mu.Unlock()
+			if !ok {
+				return false
+			}
+			srv.Dispatch(c, append([]string{cmd, sha}, args[1:]...))
+			return true
+		}
+		return false
+	})
+}
+
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
