@@ -151,7 +151,7 @@ func WithGuardOptions(opts ...idem.Option) Option {
 //	AWS_REGION, AWS_ENDPOINT_URL_DYNAMODB, AWS_ACCESS_KEY_ID, ...  the DynamoDB client, the
 //	                               standard SDK way (config.LoadDefaultConfig)
 //
-// A missing or malformed setting is a *SettingError naming the variable. New never waits for
+// A missing or malformed setting is a *setting.Error naming the variable (errors.As). New never waits for
 // Redis or DynamoDB. Call Close when done.
 func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Handler, error) {
 	if getenv == nil {
@@ -208,9 +208,6 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 			return nil, err
 		}
 		client = h.conn.Client
-		if h.conn.Embedded() {
-			guardOpts = append(guardOpts, idem.WithoutScriptFlags())
-		}
 	}
 	if h.guard, err = idem.New(client, append(guardOpts, o.guardOpts...)...); err != nil {
 		return nil, fmt.Errorf("payments: idempotency guard: %w", errors.Join(err, h.Close()))
@@ -222,8 +219,8 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	return h, nil
 }
 
-// Close releases what New opened: the Redis client built from REDIS_* (and the embedded Redis,
-// if any). A client passed with WithRedis is left open. Calling Close again returns the first
+// Close releases what New opened: the Redis client built from REDIS_*. A client passed with
+// WithRedis is left open. Calling Close again returns the first
 // call's result.
 func (h *Handler) Close() error {
 	if h.conn == nil {

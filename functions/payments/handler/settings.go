@@ -2,7 +2,6 @@ package handler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -19,6 +18,7 @@ import (
 	"github.com/idemlambda/idem/pkg/ledger"
 	"github.com/idemlambda/idem/pkg/obs"
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 // Environment variables read by New, besides REDIS_*, IDEM_* and LOG_LEVEL (SPEC.md section 2).
@@ -63,30 +63,6 @@ const (
 // "inside Lambda".
 const envRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
 
-// SettingError reports a setting that is missing, malformed or in conflict with another. Var
-// names the environment variable, so init can fail with one log line that names it.
-type SettingError struct {
-	Var    string // the environment variable, e.g. "PAYMENTS_TABLE"
-	Reason string // what is wrong with it; empty when Err says it
-	Err    error  // the underlying cause, if any
-}
-
-// Error returns "payments: <Var>: <Reason>[: <Err>]", or "payments: <Err>" without a Reason
-// (when Err comes from a package that already names the variable).
-func (e *SettingError) Error() string {
-	if e.Reason == "" && e.Err != nil {
-		return "payments: " + e.Err.Error()
-	}
-	msg := "payments: " + e.Var + ": " + e.Reason
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-// Unwrap returns the underlying cause.
-func (e *SettingError) Unwrap() error { return e.Err }
-
 // settings are the function's own environment settings.
 type settings struct {
 	insideLambda bool
@@ -102,8 +78,7 @@ func readSettings(getenv func(string) string, needLedger bool) (settings, error)
 	if v := get(EnvMaxAmount); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 || n > MaxSafeAmount {
-			return settings{}, &SettingError{Var: EnvMaxAmount,
-				Reason: fmt.Sprintf("%q is not an integer from 1 to %d (minor units)", v, int64(MaxSafeAmount))}
+			return settings{}, setting.Errorf(EnvMaxAmount, "%q is not an integer from 1 to %d (minor units)", v, int64(MaxSafeAmount))
 		}
 		s.maxAmount = n
 	}
@@ -127,11 +102,10 @@ func readSettings(getenv func(string) string, needLedger bool) (settings, error)
 			if !explicit {
 				reason += " (the default inside Lambda; set " + EnvLedger + "=" + LedgerMemory + " explicitly for a test ledger)"
 			}
-			return settings{}, &SettingError{Var: EnvTable, Reason: reason}
+			return settings{}, &setting.Error{Var: EnvTable, Reason: reason}
 		}
 	default:
-		return settings{}, &SettingError{Var: EnvLedger,
-			Reason: fmt.Sprintf("%q is not one of %s, %s", getenv(EnvLedger), LedgerDynamoDB, LedgerMemory)}
+		return settings{}, setting.Errorf(EnvLedger, "%q is not one of %s, %s", getenv(EnvLedger), LedgerDynamoDB, LedgerMemory)
 	}
 	return s, nil
 }
@@ -139,7 +113,7 @@ func readSettings(getenv func(string) string, needLedger bool) (settings, error)
 // idemEnv lists the variables idem.OptionsFromEnv reads.
 var idemEnv = []string{"IDEM_KEY_PREFIX", "IDEM_RESULT_TTL", "IDEM_LOCK_TTL", "IDEM_FAIL_OPEN", "IDEM_CONDITIONAL_SET"}
 
-// guardOptionsFromEnv wraps idem.OptionsFromEnv, turning its error into a *SettingError that
+// guardOptionsFromEnv wraps idem.OptionsFromEnv, turning its error into a *setting.Error that
 // names the variable at fault.
 func guardOptionsFromEnv(getenv func(string) string) ([]idem.Option, error) {
 	opts, err := idem.OptionsFromEnv(getenv, DefaultResultTTL)
@@ -160,38 +134,30 @@ func guardOptionsFromEnv(getenv func(string) string) ([]idem.Option, error) {
 			break
 		}
 	}
-	return nil, &SettingError{Var: name, Reason: "invalid", Err: err}
+	return nil, fmt.Errorf("%w: %w", &setting.Error{Var: name, Reason: "invalid"}, err)
 }
 
 // logLevelFromEnv reads LOG_LEVEL.
 func logLevelFromEnv(getenv func(string) string) (slog.Level, error) {
 	l, err := obs.ParseLevel(getenv(obs.EnvLogLevel))
 	if err != nil {
-		return 0, &SettingError{Var: obs.EnvLogLevel, Err: err}
+		return 0, setting.Errorf(obs.EnvLogLevel, "%q is not one of debug, info, warn, error", getenv(obs.EnvLogLevel))
 	}
 	return l, nil
 }
 
-// redisFromEnv opens the Redis client described by REDIS_* (lazily: nothing is dialled).
+// redisFromEnv opens the Redis client described by REDIS_* (lazily: nothing is dialled). A bad
+// setting is redisconn's *setting.Error, wrapped.
 func redisFromEnv(ctx context.Context, getenv func(string) string, opts ...redisconn.Option) (*redisconn.Conn, error) {
 	s, err := redisconn.SettingsFromEnv(getenv)
 	if err != nil {
-		return nil, asSettingError(err)
+		return nil, fmt.Errorf("payments: redis: %w", err)
 	}
 	conn, err := redisconn.Open(ctx, s, opts...)
 	if err != nil {
-		return nil, asSettingError(err)
+		return nil, fmt.Errorf("payments: redis: %w", err)
 	}
 	return conn, nil
-}
-
-// asSettingError keeps the variable named by a *redisconn.SettingError.
-func asSettingError(err error) error {
-	var se *redisconn.SettingError
-	if errors.As(err, &se) {
-		return &SettingError{Var: se.Var, Err: err}
-	}
-	return fmt.Errorf("payments: redis: %w", err)
 }
 
 // awsConfigFromEnv loads the AWS SDK configuration the standard way (config.LoadDefaultConfig),
@@ -215,7 +181,7 @@ func awsConfigFromEnv(ctx context.Context, getenv func(string) string) (aws.Conf
 		return aws.Config{}, fmt.Errorf("payments: load AWS config: %w", err)
 	}
 	if cfg.Region == "" {
-		return aws.Config{}, &SettingError{Var: "AWS_REGION", Reason: "required with " + EnvLedger + "=" + LedgerDynamoDB}
+		return aws.Config{}, &setting.Error{Var: "AWS_REGION", Reason: "required with " + EnvLedger + "=" + LedgerDynamoDB}
 	}
 	return cfg, nil
 }
@@ -226,7 +192,7 @@ func dynamoLedgerFromEnv(cfg aws.Config, getenv func(string) string, table strin
 	if endpoint != "" {
 		u, err := url.Parse(endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, &SettingError{Var: EnvDynamoDBEndpoint, Reason: "must be an http:// or https:// URL"}
+			return nil, &setting.Error{Var: EnvDynamoDBEndpoint, Reason: "must be an http:// or https:// URL"}
 		}
 	}
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
