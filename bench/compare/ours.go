@@ -41,8 +41,6 @@ type measurer struct {
 	s    settings
 	run  string      // makes every key of this run new
 	sent sentCounter // commands sent by every client this measurer opened
-	// condSet stores results with SET ... IFEQ (idem.WithConditionalSet), on servers that have it.
-	condSet bool
 }
 
 // sentCounter is a go-redis hook counting the commands a client sends: its round trips, since
@@ -282,7 +280,7 @@ func (m *measurer) newCoreApp(ctx context.Context, inFlight int, opts ...idem.Op
 	if err != nil {
 		return nil, nil, err
 	}
-	app, err := newCoreApp(conn.Client, append([]idem.Option{idem.WithConditionalSet(m.condSet)}, opts...)...)
+	app, err := newCoreApp(conn.Client, opts...)
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
@@ -399,7 +397,7 @@ func (m *measurer) measureCore(ctx context.Context) (map[string]Phase, error) {
 		return nil, err
 	}
 	// Another environment's empty cache, on the same client as in the peers' driver.
-	cold, err := newCoreApp(cached.client, idem.WithConditionalSet(m.condSet), idem.WithLocalCache(m.s.N, time.Hour))
+	cold, err := newCoreApp(cached.client, idem.WithLocalCache(m.s.N, time.Hour))
 	if err != nil {
 		return nil, err
 	}
@@ -566,8 +564,6 @@ func (m *measurer) measureHandler(ctx context.Context, inFlight int) (map[string
 		"WEBHOOK_PROVIDER": "stripe",
 		"WEBHOOK_SECRET":   handlerSecret,
 		"IDEM_KEY_PREFIX":  "cmp",
-		// Set as the template's IdemConditionalSet parameter sets it.
-		"IDEM_CONDITIONAL_SET": strconv.FormatBool(m.condSet),
 	}
 	// The client the function would build from REDIS_URL, with the counting hook.
 	conn, err := m.openClient(ctx, inFlight)

@@ -3,9 +3,11 @@
 // a first execution, a bare GET for a replay or an in-progress duplicate), allocations, and
 // Redis commands per operation. With -max it fails when a ratio exceeds its budget.
 //
-// Usage: go test -run '^$' -bench . -benchmem -count 6 ./pkg/idem | tee bench.txt
+// It lives in the bench module, beside the product's, so that golang.org/x/perf stays out of the
+// product's go.mod. Usage, from the repository root (make bench does both):
 //
-//	go run ./cmd/benchreport bench.txt
+//	go test -run '^$' -bench . -benchmem -count 6 ./pkg/idem | tee bench.txt
+//	cd bench && go run ./benchreport ../bench.txt
 package main
 
 import (
@@ -24,21 +26,16 @@ import (
 type path struct {
 	name, bench, floor string
 	budget             float64
-	// optional paths are left out when their results are missing (the conditional SET floor
-	// skips itself on a server without SET ... IFEQ).
-	optional bool
 }
 
 var paths = []path{
-	{"first execution", "FirstExecution", "FloorSetNX", 2.4, false},
-	{"replay", "Replay", "FloorGet", 1.3, false},
-	{"in-progress duplicate", "InProgress", "FloorGet", 1.3, false},
-	{"first execution vs hand-written SET NX + minimal Lua CAS", "FirstExecution", "FloorClaimAndScript", 0, false},
-	{"first execution vs hand-written SET NX + conditional SET", "FirstExecution", "FloorClaimAndConditionalSet", 0, true},
-	{"floor: bare SET NX", "FloorSetNX", "FloorSetNX", 0, false},
-	{"floor: SET NX + minimal Lua CAS", "FloorClaimAndScript", "FloorClaimAndScript", 0, false},
-	{"floor: SET NX + conditional SET", "FloorClaimAndConditionalSet", "FloorClaimAndConditionalSet", 0, true},
-	{"floor: bare GET", "FloorGet", "FloorGet", 0, false},
+	{"first execution", "FirstExecution", "FloorSetNX", 2.4},
+	{"replay", "Replay", "FloorGet", 1.3},
+	{"in-progress duplicate", "InProgress", "FloorGet", 1.3},
+	{"first execution vs hand-written SET NX + minimal Lua CAS", "FirstExecution", "FloorClaimAndScript", 0},
+	{"floor: bare SET NX", "FloorSetNX", "FloorSetNX", 0},
+	{"floor: SET NX + minimal Lua CAS", "FloorClaimAndScript", "FloorClaimAndScript", 0},
+	{"floor: bare GET", "FloorGet", "FloorGet", 0},
 }
 
 func main() {
@@ -115,9 +112,6 @@ func report(w io.Writer, samples map[string]map[string][]float64) (bool, error) 
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
 	for _, p := range paths {
 		s, f := samples[p.bench], samples[p.floor]
-		if (s == nil || f == nil) && p.optional {
-			continue
-		}
 		if s == nil || f == nil {
 			return false, fmt.Errorf("missing results for %s or %s", p.bench, p.floor)
 		}
