@@ -258,7 +258,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if route == "" {
 		route = "unmatched"
 	}
-	obs.LogRequest(ctx, h.logger.With(slog.String("route", route)), "", rec)
+	obs.LogRequest(ctx, h.logger.With(slog.String("route", route)), rec)
 	return resp, nil
 }
 

@@ -227,7 +227,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	rec.Provider = h.provider.Name()
 	rec.Status = resp.StatusCode
 	rec.Duration = time.Since(start)
-	obs.LogRequest(ctx, h.logger, "", rec)
+	obs.LogRequest(ctx, h.logger, rec)
 	return resp, nil
 }
 
