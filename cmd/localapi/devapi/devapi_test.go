@@ -94,13 +94,24 @@ func TestWithoutRedisURLTheFunctionsShareOneEmbeddedRedis(t *testing.T) {
 	}
 }
 
-func TestABadProcessSettingFailsStartWithTheVariable(t *testing.T) {
-	_, err := devapi.New(context.Background(), devapi.Config{
+// startError returns the error of an API that must not start with env.
+func startError(t *testing.T, env map[string]string) error {
+	t.Helper()
+	api, err := devapi.New(context.Background(), devapi.Config{
 		Template:  "../../../template.yaml",
-		Getenv:    func(k string) string { return map[string]string{"IDEM_RESULT_TTL": "soon"}[k] },
+		Getenv:    func(k string) string { return env[k] },
 		LogOutput: io.Discard,
 		AccessLog: io.Discard,
 	})
+	if err == nil {
+		api.Close()
+		t.Fatalf("New started with %v", env)
+	}
+	return err
+}
+
+func TestABadProcessSettingFailsStartWithTheVariable(t *testing.T) {
+	err := startError(t, map[string]string{"IDEM_RESULT_TTL": "soon"})
 	if err == nil || !strings.Contains(err.Error(), "IDEM_RESULT_TTL") {
 		t.Fatalf("New: %v, want an error naming IDEM_RESULT_TTL", err)
 	}
@@ -178,12 +189,7 @@ func TestFirstDeliveryOnAFreshEmbeddedRedisCostsTwoRoundTrips(t *testing.T) {
 
 func TestARedisSettingWithoutRedisURLFailsStartWithTheVariable(t *testing.T) {
 	// The embedded Redis is not a cluster and takes no credentials: saying so beats ignoring it.
-	_, err := devapi.New(context.Background(), devapi.Config{
-		Template:  "../../../template.yaml",
-		Getenv:    func(k string) string { return map[string]string{"REDIS_CLUSTER": "true"}[k] },
-		LogOutput: io.Discard,
-		AccessLog: io.Discard,
-	})
+	err := startError(t, map[string]string{"REDIS_CLUSTER": "true"})
 	var se *setting.Error
 	if !errors.As(err, &se) || se.Var != "REDIS_CLUSTER" {
 		t.Fatalf("New: %v, want a *setting.Error naming REDIS_CLUSTER", err)
