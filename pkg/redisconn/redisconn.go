@@ -198,22 +198,24 @@ func Open(ctx context.Context, s Settings, opts ...Option) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	urlUser := ""
+	if cluster != nil {
+		urlUser = cluster.Username
+	} else {
+		urlUser = single.Username
+	}
+	creds, err := o.auth(ctx, s, urlUser)
+	if err != nil {
+		return nil, err
+	}
 	if cluster != nil {
 		o.applyCluster(cluster, s)
-		creds, err := o.auth(ctx, s, cluster.Username)
-		if err != nil {
-			return nil, err
-		}
 		creds.apply(&cluster.Username, &cluster.Password, &cluster.CredentialsProviderContext, &cluster.ConnMaxLifetime)
 		cc := redis.NewClusterClient(cluster)
 		cc.AddHook(reloadOnNetworkError{cluster: cc})
 		return &Conn{Client: cc, addr: cluster.Addrs[0]}, nil
 	}
 	o.apply(single, s)
-	creds, err := o.auth(ctx, s, single.Username)
-	if err != nil {
-		return nil, err
-	}
 	creds.apply(&single.Username, &single.Password, &single.CredentialsProviderContext, &single.ConnMaxLifetime)
 	return &Conn{Client: redis.NewClient(single), addr: single.Addr}, nil
 }

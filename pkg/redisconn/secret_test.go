@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/pkg/setting"
 )
@@ -163,5 +164,14 @@ func TestUnusableSecretFailsOpenNamingTheVariable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSecretCredentialsReachTheClusterClientToo(t *testing.T) {
+	sm := newFakeSecretsManager(t, map[string]string{testSecretARN: `{"username": "app", "password": "cluster-pa55word"}`})
+	s := Settings{URL: "rediss://clustercfg.cache.example.com:6379", Cluster: true, AuthSecretARN: testSecretARN}
+	co := mustOpen(t, s, WithSecretsClient(sm.client())).Client.(*redis.ClusterClient).Options()
+	if co.Username != "app" || co.Password != "cluster-pa55word" || co.CredentialsProviderContext != nil {
+		t.Errorf("cluster client: username %q, password set %v, provider set %v", co.Username, co.Password != "", co.CredentialsProviderContext != nil)
 	}
 }
