@@ -12,7 +12,7 @@ import (
 	"github.com/idemlambda/idem/pkg/setting"
 )
 
-// Environment variables read by SettingsFromEnv (SPEC.md section 2).
+// Environment variables read by SettingsFromEnv.
 const (
 	// EnvURL is the redis:// or rediss:// URL of the endpoint. Required.
 	EnvURL = "REDIS_URL"
@@ -38,7 +38,7 @@ const (
 	EnvRegion = "AWS_REGION"
 )
 
-// Settings are the Redis settings of SPEC.md section 2, read from the environment by
+// Settings are the Redis settings (the REDIS_* variables), read from the environment by
 // SettingsFromEnv or filled in by hand (Open validates them either way).
 type Settings struct {
 	// URL is REDIS_URL: redis:// or rediss:// (TLS). A username and password in the URL are
