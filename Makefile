@@ -1,6 +1,8 @@
 # Every target sets itself up: Go modules come from the module proxy, Go tools run pinned with
-# `go run`, and the test targets start the Redis they need (.ci/ensure-redis) and build the
-# valkey-server 8.1 some tests run (.ci/ensure-valkey, once, into .tools/).
+# `go run`, and the test targets start the Redis they need (.ci/ensure-redis). The benchmark
+# tools (the comparison with the Node.js peers, the benchmark report) are their own Go module in
+# bench/, so that their dependencies stay out of the product's go.mod and `./...` never builds
+# them; bench-test runs their tests.
 SHELL := /bin/bash
 GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -12,7 +14,7 @@ URL ?= http://127.0.0.1:3000
 N ?= 1
 TEST_FLAGS ?= -race -timeout 15m
 
-.PHONY: all deps build build-lambda run send events test test-faults test-rie fuzz lint bench load compare clean
+.PHONY: all deps build build-lambda run send events test test-faults test-rie fuzz lint bench bench-test load compare clean
 all: build
 
 deps:
@@ -36,12 +38,10 @@ events: deps
 
 test: deps
 	bash .ci/ensure-redis
-	bash .ci/ensure-valkey >/dev/null
 	$(GO) test $(TEST_FLAGS) ./...
 
 test-faults: deps
 	bash .ci/ensure-redis
-	bash .ci/ensure-valkey >/dev/null
 	$(GO) test $(TEST_FLAGS) -count=1 -v ./pkg/faults/...
 
 test-rie: deps
@@ -60,28 +60,33 @@ lint: deps
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-# Core benchmarks against a private redis-server on loopback (valkey-server 8.1 with
-# BENCH_SERVER=valkey), next to a bare SET NX and GET.
+# Core benchmarks against a private redis-server on loopback, next to a bare SET NX and GET.
 # The rounds are interleaved (every benchmark once per round) so that a noisy phase of a shared
 # machine hits the paths and their floors alike.
 bench: deps
 	$(GO) test -c -o bin/idem.test ./pkg/idem
-	if [ "$(BENCH_SERVER)" = valkey ]; then bash .ci/ensure-valkey >/dev/null; fi
 	rm -f bench.txt; for i in $$(seq $(BENCH_COUNT)); do \
-	  (cd pkg/idem && IDEM_BENCH_SERVER=$(BENCH_SERVER) ../../bin/idem.test -test.run '^$$' -test.bench . -test.benchmem) | grep -v '^redis:' | tee -a bench.txt; \
+	  (cd pkg/idem && ../../bin/idem.test -test.run '^$$' -test.bench . -test.benchmem) | grep -v '^redis:' | tee -a bench.txt; \
 	done
 	$(GO) run $(BENCHSTAT) bench.txt
-	$(GO) run ./cmd/benchreport bench.txt
+	cd bench && $(GO) run ./benchreport ../bench.txt
+
+# The bench module's own tests (the comparison's measurements against a private redis-server,
+# its report and plot). Not part of make test: they build the comparison tool and its
+# dependencies, which the product does not need.
+bench-test:
+	bash .ci/ensure-redis
+	cd bench && $(GO) vet ./... && $(GO) test $(TEST_FLAGS) ./...
 
 # 8 environments, 10,000 deliveries of 1,000 events against real Redis.
 load: deps
 	bash .ci/ensure-redis
 	$(GO) run ./cmd/load
 
-# Our guard against Powertools (TypeScript) and express+ioredis on the same server: Redis 7,
-# then Valkey 8.1 (built once by .ci/ensure-valkey).
-compare: deps
-	$(GO) run ./cmd/compare -valkey-server "$$(bash .ci/ensure-valkey)"
+# Our guard against Powertools (TypeScript) and express+ioredis on the same redis-server (Redis 7);
+# the report goes to docs/comparison.{json,md,svg}.
+compare:
+	cd bench && $(GO) run ./compare -out ../docs
 
 clean:
 	rm -rf bin .aws-sam bench.txt

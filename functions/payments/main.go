@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemlambda/idem/functions/payments/handler"
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 func main() {
@@ -38,13 +39,9 @@ func main() {
 // fault as its own attribute when the error names one.
 func logInitFailure(w io.Writer, err error) {
 	attrs := []any{slog.String("function", handler.FunctionName)}
-	var se *handler.SettingError
-	var re *redisconn.SettingError
-	switch {
-	case errors.As(err, &se):
+	var se *setting.Error
+	if errors.As(err, &se) {
 		attrs = append(attrs, slog.String("variable", se.Var))
-	case errors.As(err, &re):
-		attrs = append(attrs, slog.String("variable", re.Var))
 	}
 	attrs = append(attrs, slog.String("error", err.Error()))
 	slog.New(slog.NewJSONHandler(w, nil)).Error("init failed", attrs...)

@@ -20,6 +20,7 @@ func TestInitFailureIsOneLineNamingTheVariable(t *testing.T) {
 		{"no table inside Lambda", map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "REDIS_URL": "redis://127.0.0.1:6379", "PAYMENTS_AUTH": "iam"}, "PAYMENTS_TABLE"},
 		{"no Redis inside Lambda", map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "PAYMENTS_LEDGER": "memory", "PAYMENTS_AUTH": "iam"}, "REDIS_URL"},
 		{"no authorization mode inside Lambda", map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "PAYMENTS_LEDGER": "memory", "REDIS_URL": "redis://127.0.0.1:6379"}, "PAYMENTS_AUTH"},
+		{"no Redis outside Lambda", map[string]string{}, "REDIS_URL"},
 		{"bad ledger", map[string]string{"PAYMENTS_LEDGER": "sqlite"}, "PAYMENTS_LEDGER"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -45,9 +46,20 @@ func Body(req events.APIGatewayV2HTTPRequest, limit int) ([]byte, error) {
 	return b, nil
 }
 
-// Header returns a request header. API Gateway v2 lower-cases header names, and joins
-// repeated headers with commas.
-func Header(req events.APIGatewayV2HTTPRequest, name string) string { return req.Headers[name] }
+// Header returns the header called name (lower-case) from an event's headers, "" when absent.
+// API Gateway v2 lower-cases header names and joins repeated headers with commas; headers from
+// another caller (a test, a local tool) that kept their case are still found.
+func Header(headers map[string]string, name string) string {
+	if v, ok := headers[name]; ok {
+		return v
+	}
+	for k, v := range headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
 
 // JSON returns a response with v encoded as its JSON body and content-type application/json.
 // headers are added as name, value pairs.

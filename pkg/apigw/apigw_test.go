@@ -54,3 +54,16 @@ func TestRetryAfterRoundsUpToWholeSeconds(t *testing.T) {
 		}
 	}
 }
+
+func TestHeaderFindsLowerCasedAndMixedCaseNames(t *testing.T) {
+	headers := map[string]string{"idempotency-key": "order-1", "X-Hub-Signature-256": "sha256=ab"}
+	for name, want := range map[string]string{
+		"idempotency-key":     "order-1",   // as API Gateway v2 sends it
+		"x-hub-signature-256": "sha256=ab", // a caller that kept the case
+		"stripe-signature":    "",          // absent
+	} {
+		if got := Header(headers, name); got != want {
+			t.Errorf("Header(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

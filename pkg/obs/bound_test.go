@@ -75,7 +75,7 @@ func TestRequestLineStaysUnder2KiBWhateverTheRequestText(t *testing.T) {
 	for name, s := range hostileTexts {
 		var buf bytes.Buffer
 		l := NewLogger(&buf, slog.LevelInfo, "webhook-stripe")
-		LogRequest(context.Background(), l, "", Request{
+		LogRequest(context.Background(), l, Request{
 			Provider: "stripe", Outcome: OutcomeError, ID: s, Status: 500, Reason: "processing_failed",
 			Err: errors.New("webhook: forward stripe event " + s + ": sink: " + s),
 		})

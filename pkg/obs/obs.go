@@ -41,8 +41,8 @@ const (
 // EnvLogLevel is the environment variable ParseLevel's value comes from.
 const EnvLogLevel = "LOG_LEVEL"
 
-// DefaultNamespace is the CloudWatch namespace LogRequest uses when given none.
-const DefaultNamespace = "Idem"
+// Namespace is the CloudWatch namespace of the metrics LogRequest emits.
+const Namespace = "Idem"
 
 // unknown stands in for an empty dimension value, which CloudWatch rejects.
 const unknown = "unknown"
@@ -206,7 +206,7 @@ func jsonWidth(s string) (width, size int) {
 // duration_ms (float), redis_round_trips, reason and error (the empty ones
 // omitted), plus requests=1 and an "_aws" member that makes the line an EMF
 // document: metrics requests (Count), duration_ms (Milliseconds) and
-// redis_round_trips (Count) in namespace (DefaultNamespace when empty), with
+// redis_round_trips (Count) in Namespace, with
 // the dimension set [function, outcome]. An empty function or outcome is
 // written as "unknown", since CloudWatch rejects empty dimension values. The
 // id and the error are cut by Bound to MaxIDBytes and MaxErrorBytes.
@@ -215,12 +215,9 @@ func jsonWidth(s string) (width, size int) {
 // which LOG_LEVEL=error must not switch off. The logger must not have an open
 // group (Logger.WithGroup): EMF reads top-level members only. A nil l means
 // slog.Default().
-func LogRequest(ctx context.Context, l *slog.Logger, namespace string, r Request) {
+func LogRequest(ctx context.Context, l *slog.Logger, r Request) {
 	if l == nil {
 		l = slog.Default()
-	}
-	if namespace == "" {
-		namespace = DefaultNamespace
 	}
 	h := l.Handler()
 
@@ -253,7 +250,7 @@ func LogRequest(ctx context.Context, l *slog.Logger, namespace string, r Request
 		slog.Any("_aws", emfMetadata{
 			Timestamp: now.UnixMilli(),
 			CloudWatchMetrics: []emfDirective{{
-				Namespace:  namespace,
+				Namespace:  Namespace,
 				Dimensions: [][]string{{"function", "outcome"}},
 				Metrics:    emfMetrics,
 			}},

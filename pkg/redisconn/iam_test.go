@@ -16,6 +16,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 // The SigV4 below is written from AWS's description of Signature Version 4, independently of
@@ -378,9 +380,9 @@ func TestOpenWithIAMAuthFailsAtInitWithoutRegionOrCredentials(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Open(context.Background(), s, tt.opts...)
-			var se *SettingError
+			var se *setting.Error
 			if !errors.As(err, &se) || se.Var != tt.wantVar {
-				t.Fatalf("err = %v, want a *SettingError for %s", err, tt.wantVar)
+				t.Fatalf("err = %v, want a *setting.Error for %s", err, tt.wantVar)
 			}
 		})
 	}

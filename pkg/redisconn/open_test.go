@@ -11,6 +11,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 func mustOpen(t *testing.T, s Settings, opts ...Option) *Conn {
@@ -66,9 +68,9 @@ func countingListener(t *testing.T) (addr string, accepted *atomic.Int32) {
 func TestOpenDoesNotDial(t *testing.T) {
 	addr, accepted := countingListener(t)
 	for _, cluster := range []bool{false, true} {
-		c := mustOpen(t, Settings{URL: "redis://" + addr, Cluster: cluster, InsideLambda: true})
-		if c.Embedded() || c.Addr() != addr {
-			t.Errorf("cluster=%v: Embedded() = %v, Addr() = %q", cluster, c.Embedded(), c.Addr())
+		c := mustOpen(t, Settings{URL: "redis://" + addr, Cluster: cluster})
+		if c.Addr() != addr {
+			t.Errorf("cluster=%v: Addr() = %q, want %q", cluster, c.Addr(), addr)
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -81,7 +83,7 @@ func TestFirstCommandAgainstClosedPortFailsFast(t *testing.T) {
 	addr := closedPort(t)
 	for _, cluster := range []bool{false, true} {
 		start := time.Now()
-		c := mustOpen(t, Settings{URL: "redis://" + addr, Cluster: cluster, InsideLambda: true})
+		c := mustOpen(t, Settings{URL: "redis://" + addr, Cluster: cluster})
 		if d := time.Since(start); d > 100*time.Millisecond {
 			t.Errorf("cluster=%v: Open took %v", cluster, d)
 		}
@@ -134,49 +136,17 @@ func TestContextDeadlineShorterThanReadTimeoutWins(t *testing.T) {
 	}
 }
 
-func TestEmbeddedRedisWhenURLUnsetOutsideLambda(t *testing.T) {
-	c, err := Open(context.Background(), Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !c.Embedded() {
-		t.Fatal("Embedded() = false")
-	}
-	ctx := context.Background()
-	if err := c.Client.Set(ctx, "k", "v", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := c.Client.Get(ctx, "k").Result(); err != nil || v != "v" {
-		t.Fatalf("Get = %q, %v", v, err)
-	}
-	// The core's scripts run on the embedded server too.
-	script := redis.NewScript(`return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) and 1 or 0`)
-	if n, err := script.Run(ctx, c.Client, []string{"claim"}, "token", 1000).Int(); err != nil || n != 1 {
-		t.Fatalf("script = %d, %v", n, err)
-	}
-	addr := c.Addr()
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-		nc.Close()
-		t.Fatal("embedded server still listening after Close")
-	}
-}
-
-func TestOpenRefusesEmbeddedRedisInsideLambda(t *testing.T) {
-	_, err := Open(context.Background(), Settings{InsideLambda: true})
-	var se *SettingError
+func TestOpenRequiresURL(t *testing.T) {
+	// No fallback to an embedded server, inside Lambda or not: only the local API starts one.
+	_, err := Open(context.Background(), Settings{})
+	var se *setting.Error
 	if !errors.As(err, &se) || se.Var != EnvURL {
-		t.Fatalf("err = %v, want a *SettingError for %s", err, EnvURL)
+		t.Fatalf("err = %v, want a *setting.Error for %s", err, EnvURL)
 	}
 }
 
 func TestClientOptionsForLambda(t *testing.T) {
-	o := singleOptions(t, mustOpen(t, Settings{URL: "redis://cache.example.com:6379", InsideLambda: true}))
+	o := singleOptions(t, mustOpen(t, Settings{URL: "redis://cache.example.com:6379"}))
 	checks := []struct {
 		name      string
 		got, want any
@@ -287,5 +257,21 @@ func TestRedissUsesTLS12WithServerNameFromHost(t *testing.T) {
 	}
 	if o.Username != "user" || o.Password != "pw" || o.DB != 2 {
 		t.Errorf("user %q password %q db %d", o.Username, o.Password, o.DB)
+	}
+}
+
+func TestCloseTwiceReturnsTheFirstResult(t *testing.T) {
+	c, err := Open(context.Background(), Settings{URL: "redis://" + closedPort(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := c.Client.Ping(context.Background()).Err(); !errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("Ping after Close = %v, want redis.ErrClosed", err)
 	}
 }

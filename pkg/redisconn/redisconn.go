@@ -1,7 +1,8 @@
 // Package redisconn builds the Redis client a function uses, once per Lambda execution
-// environment, from the settings of SPEC.md section 2: standalone or cluster, plain or TLS,
-// with a password from the URL, from Secrets Manager, or ElastiCache IAM auth tokens; and,
-// outside Lambda with no REDIS_URL, an embedded in-process miniredis.
+// environment, from the REDIS_* settings: standalone or cluster, plain or TLS, with a password
+// from the URL, from Secrets Manager, or ElastiCache IAM auth tokens. REDIS_URL is always
+// required: this package never starts a server (the local API starts its embedded Redis
+// itself and hands the client to the handlers), so no function links one.
 //
 // The client is lazy: Open never dials Redis, so init neither fails nor waits because Redis
 // is down; the first command that needs a connection makes it. Timeouts are short, so a
@@ -26,12 +27,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 // Client defaults chosen for Lambda. Query parameters in REDIS_URL with go-redis's names
@@ -144,28 +146,19 @@ type Conn struct {
 	// Client is a *redis.Client, or a *redis.ClusterClient with Settings.Cluster.
 	Client redis.UniversalClient
 
-	embedded  *miniredis.Miniredis
 	addr      string
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// Embedded reports whether Client talks to an in-process miniredis started by Open.
-func (c *Conn) Embedded() bool { return c.embedded != nil }
-
-// Addr returns the host:port the client connects to (the first seed node in cluster mode;
-// the embedded server's loopback address when Embedded).
+// Addr returns the host:port the client connects to (the first seed node in cluster mode).
 func (c *Conn) Addr() string { return c.addr }
 
-// Close closes the client and stops the embedded server, if any. Calls after the first
-// return the first call's result.
+// Close closes the client. Calls after the first return the first call's result.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		if err := c.Client.Close(); err != nil {
 			c.closeErr = fmt.Errorf("redisconn: close client: %w", err)
-		}
-		if c.embedded != nil {
-			c.embedded.Close()
 		}
 	})
 	return c.closeErr
@@ -175,9 +168,6 @@ func (c *Conn) Close() error {
 // bound): a Redis that is down costs nothing here and makes the first command fail fast instead. It does, when s asks for them, read
 // the Secrets Manager secret (bounded by SecretReadTimeout) and sign a first IAM auth token,
 // so a broken credential fails init rather than every request.
-//
-// With s.URL empty outside Lambda, Open starts an embedded miniredis on a loopback port and
-// returns a client for it; Close stops it.
 //
 // The client's settings, unless REDIS_URL's query parameters say otherwise: DialTimeout
 // DefaultDialTimeout with one dial per attempt; ReadTimeout DefaultReadTimeout and
@@ -189,7 +179,8 @@ func (c *Conn) Close() error {
 // notification handshakes, which would add round trips to every new connection; for
 // rediss://, TLS 1.2 or later with the server name taken from the URL's host.
 //
-// Errors about the settings, the secret or the AWS config are *SettingError.
+// Errors about the settings, the secret or the AWS config are *setting.Error (found with
+// errors.As), naming the variable; an empty s.URL is one, naming REDIS_URL.
 func Open(ctx context.Context, s Settings, opts ...Option) (*Conn, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -203,86 +194,82 @@ func Open(ctx context.Context, s Settings, opts ...Option) (*Conn, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if s.URL == "" {
-		return openEmbedded(s, &o)
-	}
 
 	single, cluster, err := s.redisOptions()
 	if err != nil {
 		return nil, err
 	}
-	var secretUser, secretPassword string
-	var iamCreds func(context.Context) (username, password string, err error)
-	switch {
-	case s.AuthSecretARN != "":
-		client, err := o.secretsClient(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if secretUser, secretPassword, err = readAuthSecret(ctx, client, s.AuthSecretARN); err != nil {
-			return nil, err
-		}
-	case s.IAMAuth:
-		tokens, err := o.iamTokens(ctx, s, urlUsername(single, cluster))
-		if err != nil {
-			return nil, err
-		}
-		iamCreds = tokens.credentials
+	urlUser := ""
+	if cluster != nil {
+		urlUser = cluster.Username
+	} else {
+		urlUser = single.Username
 	}
-
-	c := &Conn{}
+	creds, err := o.auth(ctx, s, urlUser)
+	if err != nil {
+		return nil, err
+	}
 	if cluster != nil {
 		o.applyCluster(cluster, s)
-		if secretPassword != "" {
-			cluster.Password = secretPassword
-			if secretUser != "" {
-				cluster.Username = secretUser
-			}
-		}
-		if iamCreds != nil {
-			cluster.CredentialsProviderContext = iamCreds
-			setDefault(&cluster.ConnMaxLifetime, IAMConnMaxLifetime)
-		}
-		c.addr = cluster.Addrs[0]
+		creds.apply(&cluster.Username, &cluster.Password, &cluster.CredentialsProviderContext, &cluster.ConnMaxLifetime)
 		cc := redis.NewClusterClient(cluster)
 		cc.AddHook(reloadOnNetworkError{cluster: cc})
-		c.Client = cc
+		c := &Conn{Client: cc, addr: cluster.Addrs[0]}
 		o.warmUpConn(ctx, c)
 		return c, nil
 	}
 	o.apply(single, s)
-	if secretPassword != "" {
-		single.Password = secretPassword
-		if secretUser != "" {
-			single.Username = secretUser
-		}
-	}
-	if iamCreds != nil {
-		single.CredentialsProviderContext = iamCreds
-		setDefault(&single.ConnMaxLifetime, IAMConnMaxLifetime)
-	}
-	c.addr = single.Addr
-	c.Client = redis.NewClient(single)
+	creds.apply(&single.Username, &single.Password, &single.CredentialsProviderContext, &single.ConnMaxLifetime)
+	c := &Conn{Client: redis.NewClient(single), addr: single.Addr}
 	o.warmUpConn(ctx, c)
 	return c, nil
 }
 
-func openEmbedded(s Settings, o *options) (*Conn, error) {
-	m := miniredis.NewMiniRedis()
-	if err := m.Start(); err != nil {
-		return nil, fmt.Errorf("redisconn: start embedded redis: %w", err)
-	}
-	acceptScriptFlags(m.Server())
-	single := &redis.Options{Addr: m.Addr()}
-	o.apply(single, s)
-	return &Conn{Client: redis.NewClient(single), embedded: m, addr: m.Addr()}, nil
+// auth is what a client authenticates with besides the URL's own username and
+// password: a password (and optionally a username) from Secrets Manager, or IAM auth tokens.
+// The zero value changes nothing.
+type auth struct {
+	username, password string
+	iam                func(context.Context) (username, password string, err error)
 }
 
-func urlUsername(single *redis.Options, cluster *redis.ClusterOptions) string {
-	if cluster != nil {
-		return cluster.Username
+// auth reads the secret or signs a first IAM auth token for urlUser, as s asks.
+func (o *options) auth(ctx context.Context, s Settings, urlUser string) (auth, error) {
+	switch {
+	case s.AuthSecretARN != "":
+		client, err := o.secretsClient(ctx)
+		if err != nil {
+			return auth{}, err
+		}
+		user, password, err := readAuthSecret(ctx, client, s.AuthSecretARN)
+		if err != nil {
+			return auth{}, err
+		}
+		return auth{username: user, password: password}, nil
+	case s.IAMAuth:
+		tokens, err := o.iamTokens(ctx, s, urlUser)
+		if err != nil {
+			return auth{}, err
+		}
+		return auth{iam: tokens.credentials}, nil
 	}
-	return single.Username
+	return auth{}, nil
+}
+
+// apply sets c on the fields of a client's options. It takes the fields rather than the
+// options because redis.Options and redis.ClusterOptions share these fields but no type.
+func (c auth) apply(username, password *string, provider *func(context.Context) (string, string, error), maxLifetime *time.Duration) {
+	if c.password != "" {
+		*password = c.password
+		if c.username != "" {
+			*username = c.username
+		}
+	}
+	if c.iam != nil {
+		*provider = c.iam
+		// ElastiCache closes a connection 12 hours after its AUTH.
+		setDefault(maxLifetime, IAMConnMaxLifetime)
+	}
 }
 
 func poolSize(s Settings) int {
@@ -357,7 +344,7 @@ func (o *options) loadAWSConfig(ctx context.Context, forVar string) (aws.Config,
 	}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return aws.Config{}, &SettingError{Var: forVar, Reason: "cannot load the AWS config", Err: err}
+		return aws.Config{}, settingError(forVar, "cannot load the AWS config", err)
 	}
 	o.awsConfig = &cfg
 	return cfg, nil
@@ -392,10 +379,10 @@ func (o *options) iamTokens(ctx context.Context, s Settings, userID string) (*ia
 		}
 	}
 	if region == "" {
-		return nil, &SettingError{Var: EnvRegion, Reason: "required with " + EnvIAMAuth + "=true (Lambda sets it)"}
+		return nil, &setting.Error{Var: EnvRegion, Reason: "required with " + EnvIAMAuth + "=true (Lambda sets it)"}
 	}
 	if creds == nil {
-		return nil, &SettingError{Var: EnvIAMAuth, Reason: "no AWS credentials found to sign auth tokens"}
+		return nil, &setting.Error{Var: EnvIAMAuth, Reason: "no AWS credentials found to sign auth tokens"}
 	}
 	t := &iamTokens{
 		creds:      creds,
@@ -406,7 +393,7 @@ func (o *options) iamTokens(ctx context.Context, s Settings, userID string) (*ia
 		now:        o.now,
 	}
 	if _, _, err := t.credentials(ctx); err != nil {
-		return nil, &SettingError{Var: EnvIAMAuth, Reason: "cannot sign an auth token", Err: err}
+		return nil, settingError(EnvIAMAuth, "cannot sign an auth token", err)
 	}
 	return t, nil
 }

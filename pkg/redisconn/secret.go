@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 // SecretsClient is the part of the Secrets Manager client that Open uses;
@@ -22,13 +23,13 @@ type SecretsClient interface {
 const SecretReadTimeout = 5 * time.Second
 
 // readAuthSecret reads the Redis password (and optionally username) from the secret id.
-// Errors are *SettingError naming REDIS_AUTH_SECRET_ARN; they never contain the secret.
+// Errors are *setting.Error naming REDIS_AUTH_SECRET_ARN; they never contain the secret.
 func readAuthSecret(ctx context.Context, client SecretsClient, id string) (username, password string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, SecretReadTimeout)
 	defer cancel()
 	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &id})
 	if err != nil {
-		return "", "", &SettingError{Var: EnvAuthSecretARN, Reason: "cannot read the secret", Err: err}
+		return "", "", settingError(EnvAuthSecretARN, "cannot read the secret", err)
 	}
 	var raw string
 	switch {
@@ -47,7 +48,7 @@ func parseAuthSecret(raw string) (username, password string, err error) {
 	raw = strings.TrimSpace(raw)
 	if !strings.HasPrefix(raw, "{") {
 		if raw == "" {
-			return "", "", &SettingError{Var: EnvAuthSecretARN, Reason: "the secret is empty"}
+			return "", "", &setting.Error{Var: EnvAuthSecretARN, Reason: "the secret is empty"}
 		}
 		return "", raw, nil
 	}
@@ -59,12 +60,12 @@ func parseAuthSecret(raw string) (username, password string, err error) {
 		// json's syntax errors quote bytes of the input, so only the field name is kept.
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return "", "", &SettingError{Var: EnvAuthSecretARN, Reason: fmt.Sprintf("the secret's %q is not a string", te.Field)}
+			return "", "", setting.Errorf(EnvAuthSecretARN, "the secret's %q is not a string", te.Field)
 		}
-		return "", "", &SettingError{Var: EnvAuthSecretARN, Reason: "the secret starts with '{' but is not valid JSON"}
+		return "", "", &setting.Error{Var: EnvAuthSecretARN, Reason: "the secret starts with '{' but is not valid JSON"}
 	}
 	if v.Password == "" {
-		return "", "", &SettingError{Var: EnvAuthSecretARN, Reason: `the secret's JSON has no "password"`}
+		return "", "", &setting.Error{Var: EnvAuthSecretARN, Reason: `the secret's JSON has no "password"`}
 	}
 	return v.Username, v.Password, nil
 }

@@ -15,6 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 const testSecretARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:redis-auth-AbCdEf"
@@ -147,9 +150,9 @@ func TestUnusableSecretFailsOpenNamingTheVariable(t *testing.T) {
 	for _, id := range []string{"missing", "empty", "no-password", "number", "broken-json", "empty-password"} {
 		t.Run(id, func(t *testing.T) {
 			_, err := Open(context.Background(), Settings{URL: "redis://127.0.0.1:1", AuthSecretARN: id}, WithSecretsClient(sm.client()))
-			var se *SettingError
+			var se *setting.Error
 			if !errors.As(err, &se) || se.Var != EnvAuthSecretARN {
-				t.Fatalf("err = %v, want a *SettingError for %s", err, EnvAuthSecretARN)
+				t.Fatalf("err = %v, want a *setting.Error for %s", err, EnvAuthSecretARN)
 			}
 			if strings.Contains(err.Error(), leaked) {
 				t.Errorf("message %q reveals the secret", err)
@@ -161,5 +164,14 @@ func TestUnusableSecretFailsOpenNamingTheVariable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSecretCredentialsReachTheClusterClientToo(t *testing.T) {
+	sm := newFakeSecretsManager(t, map[string]string{testSecretARN: `{"username": "app", "password": "cluster-pa55word"}`})
+	s := Settings{URL: "rediss://clustercfg.cache.example.com:6379", Cluster: true, AuthSecretARN: testSecretARN}
+	co := mustOpen(t, s, WithSecretsClient(sm.client())).Client.(*redis.ClusterClient).Options()
+	if co.Username != "app" || co.Password != "cluster-pa55word" || co.CredentialsProviderContext != nil {
+		t.Errorf("cluster client: username %q, password set %v, provider set %v", co.Username, co.Password != "", co.CredentialsProviderContext != nil)
 	}
 }

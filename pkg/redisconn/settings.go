@@ -8,12 +8,13 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
-// Environment variables read by SettingsFromEnv (SPEC.md section 2).
+// Environment variables read by SettingsFromEnv.
 const (
-	// EnvURL is the redis:// or rediss:// URL of the endpoint. Required inside Lambda; unset
-	// outside Lambda means an embedded in-process Redis.
+	// EnvURL is the redis:// or rediss:// URL of the endpoint. Required.
 	EnvURL = "REDIS_URL"
 	// EnvCluster set to true selects the cluster client. Default false.
 	EnvCluster = "REDIS_CLUSTER"
@@ -31,18 +32,19 @@ const (
 	// invocations at once. Default unset: one invocation at a time.
 	EnvMaxConcurrency = "AWS_LAMBDA_MAX_CONCURRENCY"
 	// EnvRuntimeAPI is set by Lambda (and the Runtime Interface Emulator); its presence means
-	// "inside Lambda".
+	// "inside Lambda". This package does not read it; the functions do.
 	EnvRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
 	// EnvRegion is the AWS region IAM auth tokens are signed for; Lambda sets it.
 	EnvRegion = "AWS_REGION"
 )
 
-// Settings are the Redis settings of SPEC.md section 2, read from the environment by
+// Settings are the Redis settings (the REDIS_* variables), read from the environment by
 // SettingsFromEnv or filled in by hand (Open validates them either way).
 type Settings struct {
 	// URL is REDIS_URL: redis:// or rediss:// (TLS). A username and password in the URL are
 	// used for AUTH; go-redis query parameters (read_timeout, pool_size, ...) override this
-	// package's defaults. Empty outside Lambda means an embedded miniredis.
+	// package's defaults. Required: this package never starts a server (the local API starts
+	// its embedded Redis itself and hands its client to the handlers).
 	URL string
 	// Cluster is REDIS_CLUSTER=true: use the cluster client (ElastiCache cluster mode or
 	// Serverless). URL is then the configuration endpoint, and further seed nodes may be
@@ -66,36 +68,24 @@ type Settings struct {
 	// MaxConcurrency is AWS_LAMBDA_MAX_CONCURRENCY, 0 when unset. The connection pool holds
 	// max(MaxConcurrency, DefaultPoolSize) connections.
 	MaxConcurrency int
-	// InsideLambda reports that AWS_LAMBDA_RUNTIME_API is set.
-	InsideLambda bool
 }
 
-// SettingError reports a Redis setting that is missing, malformed or in conflict with another.
-// Var names the environment variable, so an init failure can be logged as one line that names
-// it. The message never repeats the variable's value, since REDIS_URL may carry a password.
-type SettingError struct {
-	Var    string // the environment variable, e.g. "REDIS_URL"
-	Reason string // what is wrong with it
-	Err    error  // the underlying cause, if any
-}
-
-// Error returns "redisconn: <Var>: <Reason>[: <Err>]".
-func (e *SettingError) Error() string {
-	msg := "redisconn: " + e.Var + ": " + e.Reason
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+// settingError returns a *setting.Error for the variable name. A cause is wrapped after it, so
+// errors.As finds the variable and errors.Is the cause; reasons never repeat a value, since
+// REDIS_URL may carry a password.
+func settingError(name, reason string, cause error) error {
+	se := &setting.Error{Var: name, Reason: reason}
+	if cause == nil {
+		return se
 	}
-	return msg
+	return fmt.Errorf("%w: %w", se, cause)
 }
-
-// Unwrap returns the underlying cause.
-func (e *SettingError) Unwrap() error { return e.Err }
 
 // SettingsFromEnv reads the Redis settings through getenv (os.Getenv in production) and
 // validates them as Settings.Validate does. Values are trimmed of surrounding white space.
 // Booleans accept the forms of strconv.ParseBool and default to false; a malformed value, a
-// missing REDIS_URL inside Lambda, or settings that contradict each other return a
-// *SettingError naming the variable.
+// missing REDIS_URL, or settings that contradict each other return a *setting.Error naming the
+// variable.
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	var s Settings
@@ -103,7 +93,6 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	s.URL = get(EnvURL)
 	s.AuthSecretARN = get(EnvAuthSecretARN)
 	s.CacheName = get(EnvCacheName)
-	s.InsideLambda = get(EnvRuntimeAPI) != ""
 	if s.Cluster, err = envBool(EnvCluster, get(EnvCluster)); err != nil {
 		return Settings{}, err
 	}
@@ -116,7 +105,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	if v := get(EnvMaxConcurrency); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return Settings{}, &SettingError{Var: EnvMaxConcurrency, Reason: fmt.Sprintf("%q is not a positive integer", v)}
+			return Settings{}, setting.Errorf(EnvMaxConcurrency, "%q is not a positive integer", v)
 		}
 		s.MaxConcurrency = n
 	}
@@ -132,15 +121,14 @@ func envBool(name, v string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, &SettingError{Var: name, Reason: fmt.Sprintf("%q is not a boolean (true or false)", v)}
+		return false, setting.Errorf(name, "%q is not a boolean (true or false)", v)
 	}
 	return b, nil
 }
 
-// Validate checks the settings without touching the network and returns a *SettingError
+// Validate checks the settings without touching the network and returns a *setting.Error
 // for the first problem:
-//   - URL empty inside Lambda (no silent fallback to an embedded Redis there), or empty
-//     together with Cluster, AuthSecretARN or IAMAuth;
+//   - URL empty;
 //   - URL not a redis:// or rediss:// URL with a host, or rejected by go-redis's parser;
 //     in cluster mode, a database other than 0;
 //   - AuthSecretARN or IAMAuth together with a password in the URL, or with each other;
@@ -148,20 +136,10 @@ func envBool(name, v string) (bool, error) {
 //   - MaxConcurrency below 0.
 func (s Settings) Validate() error {
 	if s.MaxConcurrency < 0 {
-		return &SettingError{Var: EnvMaxConcurrency, Reason: "must not be negative"}
+		return &setting.Error{Var: EnvMaxConcurrency, Reason: "must not be negative"}
 	}
 	if s.URL == "" {
-		switch {
-		case s.InsideLambda:
-			return &SettingError{Var: EnvURL, Reason: "required inside Lambda (" + EnvRuntimeAPI + " is set)"}
-		case s.Cluster:
-			return &SettingError{Var: EnvCluster, Reason: "set without " + EnvURL + "; the embedded Redis is not a cluster"}
-		case s.AuthSecretARN != "":
-			return &SettingError{Var: EnvAuthSecretARN, Reason: "set without " + EnvURL}
-		case s.IAMAuth:
-			return &SettingError{Var: EnvIAMAuth, Reason: "set without " + EnvURL}
-		}
-		return nil
+		return &setting.Error{Var: EnvURL, Reason: "required: the redis:// or rediss:// URL of the Redis endpoint (only the local API, make run, starts an embedded Redis without it)"}
 	}
 	u, err := s.parsedURL()
 	if err != nil {
@@ -175,17 +153,17 @@ func (s Settings) Validate() error {
 	}
 	switch {
 	case s.IAMAuth && s.AuthSecretARN != "":
-		return &SettingError{Var: EnvIAMAuth, Reason: "conflicts with " + EnvAuthSecretARN + "; set one of them"}
+		return &setting.Error{Var: EnvIAMAuth, Reason: "conflicts with " + EnvAuthSecretARN + "; set one of them"}
 	case s.AuthSecretARN != "" && urlHasPassword:
-		return &SettingError{Var: EnvAuthSecretARN, Reason: "conflicts with the password in " + EnvURL + "; set one of them"}
+		return &setting.Error{Var: EnvAuthSecretARN, Reason: "conflicts with the password in " + EnvURL + "; set one of them"}
 	case s.IAMAuth && urlHasPassword:
-		return &SettingError{Var: EnvIAMAuth, Reason: "conflicts with the password in " + EnvURL + "; remove the password"}
+		return &setting.Error{Var: EnvIAMAuth, Reason: "conflicts with the password in " + EnvURL + "; remove the password"}
 	case s.IAMAuth && u.Scheme != "rediss":
-		return &SettingError{Var: EnvURL, Reason: "must be a rediss:// URL with " + EnvIAMAuth + "=true (ElastiCache accepts IAM auth only over TLS)"}
+		return &setting.Error{Var: EnvURL, Reason: "must be a rediss:// URL with " + EnvIAMAuth + "=true (ElastiCache accepts IAM auth only over TLS)"}
 	case s.IAMAuth && urlUser == "":
-		return &SettingError{Var: EnvURL, Reason: "needs the ElastiCache user id as its username with " + EnvIAMAuth + "=true (rediss://<user-id>@host:port)"}
+		return &setting.Error{Var: EnvURL, Reason: "needs the ElastiCache user id as its username with " + EnvIAMAuth + "=true (rediss://<user-id>@host:port)"}
 	case s.IAMAuth && s.CacheName == "":
-		return &SettingError{Var: EnvCacheName, Reason: "required with " + EnvIAMAuth + "=true (the replication group id or serverless cache name)"}
+		return &setting.Error{Var: EnvCacheName, Reason: "required with " + EnvIAMAuth + "=true (the replication group id or serverless cache name)"}
 	}
 	if _, _, err := s.redisOptions(); err != nil {
 		return err
@@ -201,13 +179,13 @@ func (s Settings) parsedURL() (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // *url.Error repeats the whole URL, password included
 		}
-		return nil, &SettingError{Var: EnvURL, Reason: "not a valid URL", Err: err}
+		return nil, settingError(EnvURL, "not a valid URL", err)
 	}
 	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, &SettingError{Var: EnvURL, Reason: fmt.Sprintf("scheme must be redis:// or rediss://, not %q", u.Scheme)}
+		return nil, setting.Errorf(EnvURL, "scheme must be redis:// or rediss://, not %q", u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return nil, &SettingError{Var: EnvURL, Reason: "has no host"}
+		return nil, &setting.Error{Var: EnvURL, Reason: "has no host"}
 	}
 	return u, nil
 }
@@ -220,18 +198,18 @@ func (s Settings) redisOptions() (*redis.Options, *redis.ClusterOptions, error) 
 	}
 	if s.Cluster {
 		if p := strings.Trim(u.Path, "/"); p != "" && p != "0" {
-			return nil, nil, &SettingError{Var: EnvURL, Reason: fmt.Sprintf("selects database %q, but a cluster has only database 0", p)}
+			return nil, nil, setting.Errorf(EnvURL, "selects database %q, but a cluster has only database 0", p)
 		}
 		u.Path = ""
 		o, err := redis.ParseClusterURL(u.String())
 		if err != nil {
-			return nil, nil, &SettingError{Var: EnvURL, Reason: "rejected by the cluster URL parser", Err: err}
+			return nil, nil, settingError(EnvURL, "rejected by the cluster URL parser", err)
 		}
 		return nil, o, nil
 	}
 	o, err := redis.ParseURL(s.URL)
 	if err != nil {
-		return nil, nil, &SettingError{Var: EnvURL, Reason: "rejected by the URL parser", Err: err}
+		return nil, nil, settingError(EnvURL, "rejected by the URL parser", err)
 	}
 	return o, nil, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 func envFrom(m map[string]string) func(string) string {
@@ -17,14 +19,9 @@ func TestSettingsFromEnv(t *testing.T) {
 		want Settings
 	}{
 		{
-			name: "nothing set outside Lambda means embedded Redis",
-			env:  map[string]string{},
-			want: Settings{},
-		},
-		{
 			name: "plain URL inside Lambda",
 			env:  map[string]string{EnvURL: "redis://cache.example.com:6379/0", EnvRuntimeAPI: "127.0.0.1:9001"},
-			want: Settings{URL: "redis://cache.example.com:6379/0", InsideLambda: true},
+			want: Settings{URL: "redis://cache.example.com:6379/0"},
 		},
 		{
 			name: "cluster with a secret and concurrency",
@@ -40,7 +37,6 @@ func TestSettingsFromEnv(t *testing.T) {
 				Cluster:        true,
 				AuthSecretARN:  "arn:aws:secretsmanager:us-east-1:123456789012:secret:redis-auth-AbCdEf",
 				MaxConcurrency: 8,
-				InsideLambda:   true,
 			},
 		},
 		{
@@ -103,8 +99,9 @@ func TestSettingsFromEnvNamesTheBadVariable(t *testing.T) {
 		env     map[string]string
 		wantVar string
 	}{
+		{"no REDIS_URL", map[string]string{}, EnvURL},
 		{"no REDIS_URL inside Lambda", lambda(map[string]string{}), EnvURL},
-		{"blank REDIS_URL inside Lambda", lambda(map[string]string{EnvURL: "  "}), EnvURL},
+		{"blank REDIS_URL", map[string]string{EnvURL: "  "}, EnvURL},
 		{"malformed REDIS_CLUSTER", map[string]string{EnvURL: "redis://h:6379", EnvCluster: "yes"}, EnvCluster},
 		{"malformed REDIS_IAM_AUTH", map[string]string{EnvURL: "redis://h:6379", EnvIAMAuth: "on"}, EnvIAMAuth},
 		{"malformed REDIS_CACHE_SERVERLESS", map[string]string{EnvURL: "redis://h:6379", EnvServerless: "serverless"}, EnvServerless},
@@ -121,9 +118,9 @@ func TestSettingsFromEnvNamesTheBadVariable(t *testing.T) {
 		{"URL with a malformed timeout", map[string]string{EnvURL: "redis://:" + password + "@h:6379?read_timeout=soon"}, EnvURL},
 		{"cluster URL selecting a database", map[string]string{EnvURL: "redis://:" + password + "@h:6379/3", EnvCluster: "true"}, EnvURL},
 		{"cluster URL with a bad seed", map[string]string{EnvURL: "redis://:" + password + "@h:6379?addr=nohostport", EnvCluster: "true"}, EnvURL},
-		{"REDIS_CLUSTER without a URL", map[string]string{EnvCluster: "true"}, EnvCluster},
-		{"secret without a URL", map[string]string{EnvAuthSecretARN: "arn:x"}, EnvAuthSecretARN},
-		{"IAM auth without a URL", map[string]string{EnvIAMAuth: "true", EnvCacheName: "c"}, EnvIAMAuth},
+		{"REDIS_CLUSTER without a URL", map[string]string{EnvCluster: "true"}, EnvURL},
+		{"secret without a URL", map[string]string{EnvAuthSecretARN: "arn:x"}, EnvURL},
+		{"IAM auth without a URL", map[string]string{EnvIAMAuth: "true", EnvCacheName: "c"}, EnvURL},
 		{"secret and a URL password", map[string]string{EnvURL: "redis://:" + password + "@h:6379", EnvAuthSecretARN: "arn:x"}, EnvAuthSecretARN},
 		{"IAM auth and a secret", iam(map[string]string{EnvAuthSecretARN: "arn:x"}), EnvIAMAuth},
 		{"IAM auth and a URL password", iam(map[string]string{EnvURL: "rediss://app-user:" + password + "@h:6379"}), EnvIAMAuth},
@@ -134,9 +131,9 @@ func TestSettingsFromEnvNamesTheBadVariable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := SettingsFromEnv(envFrom(tt.env))
-			var se *SettingError
+			var se *setting.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("err = %v, want a *SettingError", err)
+				t.Fatalf("err = %v, want a *setting.Error", err)
 			}
 			if se.Var != tt.wantVar {
 				t.Errorf("Var = %q, want %q (err: %v)", se.Var, tt.wantVar, err)
@@ -152,9 +149,9 @@ func TestSettingsFromEnvNamesTheBadVariable(t *testing.T) {
 }
 
 func TestValidateRejectsNegativeConcurrency(t *testing.T) {
-	err := Settings{MaxConcurrency: -1}.Validate()
-	var se *SettingError
+	err := Settings{URL: "redis://127.0.0.1:6379", MaxConcurrency: -1}.Validate()
+	var se *setting.Error
 	if !errors.As(err, &se) || se.Var != EnvMaxConcurrency {
-		t.Fatalf("err = %v, want a *SettingError for %s", err, EnvMaxConcurrency)
+		t.Fatalf("err = %v, want a *setting.Error for %s", err, EnvMaxConcurrency)
 	}
 }

@@ -21,8 +21,7 @@ const DefaultWarmUp = time.Second
 //
 // Open still never fails nor waits longer because Redis is down: the warm-up's error is
 // dropped (go-redis logs the failed dial), and the first request dials again, failing fast
-// with 503 as before. Default: no warm-up, Open dials nothing. It has no effect on the
-// embedded Redis.
+// with 503 as before. Default: no warm-up, Open dials nothing.
 func WithWarmUp(limit time.Duration) Option {
 	return func(o *options) {
 		if limit <= 0 {
@@ -34,7 +33,7 @@ func WithWarmUp(limit time.Duration) Option {
 
 // warmUpConn runs Warm when WithWarmUp asked for it, ignoring its error (see WithWarmUp).
 func (o *options) warmUpConn(ctx context.Context, c *Conn) {
-	if o.warmUp > 0 && !c.Embedded() {
+	if o.warmUp > 0 {
 		_ = c.Warm(ctx, o.warmUp)
 	}
 }

@@ -144,7 +144,7 @@ func StartRedis(t testing.TB, args ...string) *RedisServer {
 	return startPrivate(t, bin, args)
 }
 
-// startPrivate starts bin (redis-server or valkey-server) on a free loopback port without
+// startPrivate starts bin (a redis-server) on a free loopback port without
 // persistence, with args appended, as StartRedis documents.
 func startPrivate(t testing.TB, bin string, args []string) *RedisServer {
 	t.Helper()
@@ -154,43 +154,6 @@ func startPrivate(t testing.TB, bin string, args []string) *RedisServer {
 		Unavailable(t, "%s did not start: %v", filepath.Base(bin), err)
 	}
 	return s
-}
-
-// ValkeyVersion is the valkey-server version .ci/ensure-valkey builds into .tools/ under the
-// module root, the first Valkey with the conditional SET ... IFEQ.
-const ValkeyVersion = "8.1.1"
-
-// StartValkey starts a valkey-server as [StartRedis] starts a redis-server, with the same
-// defaults and extra args. The binary is $VALKEY_SERVER if set, else .tools/valkey-<ValkeyVersion>/
-// valkey-server under the module root (make test builds it there with .ci/ensure-valkey), else
-// valkey-server in PATH. If none is found or it does not come up, the test is skipped, or failed
-// under CI (see [Unavailable]).
-func StartValkey(t testing.TB, args ...string) *RedisServer {
-	t.Helper()
-	bin, err := valkeyServer()
-	if err != nil {
-		Unavailable(t, "%v", err)
-	}
-	return startPrivate(t, bin, args)
-}
-
-// valkeyServer finds the valkey-server binary StartValkey runs.
-func valkeyServer() (string, error) {
-	if bin := os.Getenv("VALKEY_SERVER"); bin != "" {
-		if !fileExists(bin) {
-			return "", fmt.Errorf("VALKEY_SERVER=%s does not exist", bin)
-		}
-		return bin, nil
-	}
-	if root, ok := moduleRoot(); ok {
-		if bin := filepath.Join(root, ".tools", "valkey-"+ValkeyVersion, "valkey-server"); fileExists(bin) {
-			return bin, nil
-		}
-	}
-	if bin, err := exec.LookPath("valkey-server"); err == nil {
-		return bin, nil
-	}
-	return "", errors.New("valkey-server not found: run .ci/ensure-valkey (make test does) or set VALKEY_SERVER")
 }
 
 // startRedisServer starts a server on a port from pick, retrying on a new port a few times

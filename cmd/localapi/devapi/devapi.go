@@ -6,9 +6,11 @@
 // environment the template gives it (WEBHOOK_PROVIDER, IDEM_KEY_PREFIX, LOG_LEVEL, ...)
 // adjusted for a machine without AWS:
 //
-//   - one Redis client, shared by every function: an embedded miniredis when REDIS_URL is unset
-//     (redisconn.Open), else the Redis at REDIS_URL (with REDIS_CLUSTER and the other REDIS_*
-//     variables of the process environment);
+//   - one Redis client, shared by every function and handed to each handler: the Redis at
+//     REDIS_URL (with REDIS_CLUSTER and the other REDIS_* variables of the process
+//     environment), or, when REDIS_URL is unset, an embedded miniredis that New starts in this
+//     process. Only this development API starts one: the functions' own code never does, so
+//     no deployed bootstrap links a test server;
 //   - webhook functions accept their provider's development secret (DevSecret), and any
 //     secret Config.Secrets adds for the provider; sink log;
 //   - the payments function uses the in-memory ledger, behind a stand-in for the authorizer that
@@ -32,11 +34,14 @@ import (
 	"os"
 	"strings"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/idemlambda/idem/cmd/localapi/gateway"
 	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 	paymentshandler "github.com/idemlambda/idem/functions/payments/handler"
 	webhookhandler "github.com/idemlambda/idem/functions/webhook/handler"
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 // DefaultTemplate is the template served when Config.Template is empty.
@@ -80,8 +85,9 @@ type API struct {
 	// Redis is the client every function shares.
 	Redis *redisconn.Conn
 
-	gateway *gateway.Gateway
-	closers []func() error
+	embedded *miniredis.Miniredis // nil with REDIS_URL
+	gateway  *gateway.Gateway
+	closers  []func() error
 }
 
 // deployOnly are variables that name AWS resources, or configure the Redis client that is
@@ -92,8 +98,9 @@ var deployOnly = []string{
 	redisconn.EnvCacheName, redisconn.EnvServerless,
 }
 
-// New opens the shared Redis client and builds every function's handler. Nothing is dialled:
-// a Redis that is down makes requests fail with 503, as in Lambda.
+// New opens the shared Redis client (starting the embedded Redis when REDIS_URL is unset) and
+// builds every function's handler. Nothing is dialled: a Redis that is down makes requests
+// fail with 503, as in Lambda.
 func New(ctx context.Context, cfg Config) (*API, error) {
 	if cfg.Template == "" {
 		cfg.Template = DefaultTemplate
@@ -113,22 +120,9 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	}
 	a := &API{Template: t}
 
-	// This process is not a Lambda runtime, whatever its environment says: without REDIS_URL
-	// that means the embedded Redis.
-	outside := func(name string) string {
-		if name == redisconn.EnvRuntimeAPI {
-			return ""
-		}
-		return cfg.Getenv(name)
+	if err := a.openRedis(ctx, cfg.Getenv); err != nil {
+		return nil, err
 	}
-	settings, err := redisconn.SettingsFromEnv(outside)
-	if err != nil {
-		return nil, fmt.Errorf("devapi: %w", err)
-	}
-	if a.Redis, err = redisconn.Open(ctx, settings); err != nil {
-		return nil, fmt.Errorf("devapi: %w", err)
-	}
-	a.closers = append(a.closers, a.Redis.Close)
 
 	var functions []gateway.Function
 	for provider := range cfg.Secrets {
@@ -137,7 +131,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		}
 	}
 	// The embedded Redis cannot compile the scripts' shebang line: send them without it.
-	if a.Redis.Embedded() {
+	if a.Embedded() {
 		a.Redis.Client.AddHook(&scriptFlags{})
 	}
 	for _, f := range t.Functions {
@@ -187,6 +181,52 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	return a, nil
 }
 
+// openRedis builds the shared client: for REDIS_URL and the other REDIS_* variables, or for an
+// embedded miniredis started here when REDIS_URL is unset, through redisconn.Open either way,
+// so the functions get the client settings they have in Lambda.
+func (a *API) openRedis(ctx context.Context, getenv func(string) string) error {
+	// This process is not a Lambda runtime, whatever its environment says.
+	outside := func(name string) string {
+		if name == redisconn.EnvRuntimeAPI {
+			return ""
+		}
+		return getenv(name)
+	}
+	var settings redisconn.Settings
+	if strings.TrimSpace(getenv(redisconn.EnvURL)) != "" {
+		var err error
+		if settings, err = redisconn.SettingsFromEnv(outside); err != nil {
+			return fmt.Errorf("devapi: %w", err)
+		}
+	} else {
+		// A setting meant for a real Redis would be silently ignored by the embedded one.
+		for _, name := range []string{redisconn.EnvCluster, redisconn.EnvAuthSecretARN, redisconn.EnvIAMAuth} {
+			if strings.TrimSpace(getenv(name)) != "" {
+				return fmt.Errorf("devapi: %w", &setting.Error{Var: name, Reason: "set without " + redisconn.EnvURL + ", which the embedded Redis does not take"})
+			}
+		}
+		m := miniredis.NewMiniRedis()
+		if err := m.Start(); err != nil {
+			return fmt.Errorf("devapi: start the embedded Redis: %w", err)
+		}
+		a.embedded = m
+		a.closers = append(a.closers, func() error { m.Close(); return nil })
+		settings = redisconn.Settings{URL: "redis://" + m.Addr()}
+	}
+	conn, err := redisconn.Open(ctx, settings)
+	if err != nil {
+		_ = a.Close()
+		return fmt.Errorf("devapi: %w", err)
+	}
+	a.Redis = conn
+	a.closers = append(a.closers, conn.Close)
+	return nil
+}
+
+// Embedded reports whether the functions share an embedded miniredis, started by New because
+// REDIS_URL is unset.
+func (a *API) Embedded() bool { return a.embedded != nil }
+
 // localEnv returns the local defaults of f (the template's variables without deployOnly, and
 // the local sink and ledger) and the variables that the process environment cannot change.
 func localEnv(f samtemplate.Function, extra map[string][]string) (local, fixed map[string]string) {
@@ -226,14 +266,14 @@ func (a *API) Function(logicalID string) (Function, bool) {
 
 // RedisDescription says which Redis the functions share, for the start-up banner.
 func (a *API) RedisDescription() string {
-	if a.Redis.Embedded() {
+	if a.Embedded() {
 		return "embedded Redis (miniredis) on " + a.Redis.Addr() + ", in this process; set REDIS_URL to use a real one"
 	}
 	return "Redis at " + a.Redis.Addr() + " (REDIS_URL)"
 }
 
-// Close closes the handlers and the shared Redis client (stopping the embedded Redis). It
-// returns the errors joined.
+// Close closes the handlers and the shared Redis client, then stops the embedded Redis, if
+// any. It returns the errors joined.
 func (a *API) Close() error {
 	var errs []error
 	for i := len(a.closers) - 1; i >= 0; i-- {

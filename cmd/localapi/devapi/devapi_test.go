@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/idemlambda/idem/cmd/events/samples"
 	"github.com/idemlambda/idem/cmd/localapi/devapi"
+	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
@@ -50,7 +52,7 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 		// Lambda's marker never leaks in: this is not a Lambda runtime.
 		"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
 	})
-	if api.Redis.Embedded() || !strings.Contains(api.RedisDescription(), "REDIS_URL") {
+	if api.Embedded() || !strings.Contains(api.RedisDescription(), "REDIS_URL") {
 		t.Fatalf("REDIS_URL set, yet %s", api.RedisDescription())
 	}
 	stripe, ok := api.Function("WebhookStripeFunction")
@@ -72,7 +74,7 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 
 func TestWithoutRedisURLTheFunctionsShareOneEmbeddedRedis(t *testing.T) {
 	api, _ := start(t, nil)
-	if !api.Redis.Embedded() {
+	if !api.Embedded() {
 		t.Fatalf("no REDIS_URL, yet %s", api.RedisDescription())
 	}
 	payments, ok := api.Function("PaymentsFunction")
@@ -92,13 +94,24 @@ func TestWithoutRedisURLTheFunctionsShareOneEmbeddedRedis(t *testing.T) {
 	}
 }
 
-func TestABadProcessSettingFailsStartWithTheVariable(t *testing.T) {
-	_, err := devapi.New(context.Background(), devapi.Config{
+// startError returns the error of an API that must not start with env.
+func startError(t *testing.T, env map[string]string) error {
+	t.Helper()
+	api, err := devapi.New(context.Background(), devapi.Config{
 		Template:  "../../../template.yaml",
-		Getenv:    func(k string) string { return map[string]string{"IDEM_RESULT_TTL": "soon"}[k] },
+		Getenv:    func(k string) string { return env[k] },
 		LogOutput: io.Discard,
 		AccessLog: io.Discard,
 	})
+	if err == nil {
+		api.Close()
+		t.Fatalf("New started with %v", env)
+	}
+	return err
+}
+
+func TestABadProcessSettingFailsStartWithTheVariable(t *testing.T) {
+	err := startError(t, map[string]string{"IDEM_RESULT_TTL": "soon"})
 	if err == nil || !strings.Contains(err.Error(), "IDEM_RESULT_TTL") {
 		t.Fatalf("New: %v, want an error naming IDEM_RESULT_TTL", err)
 	}
@@ -171,5 +184,14 @@ func TestFirstDeliveryOnAFreshEmbeddedRedisCostsTwoRoundTrips(t *testing.T) {
 	}
 	if line == nil || line["redis_round_trips"] != float64(2) {
 		t.Fatalf("first delivery's log line %v; want redis_round_trips 2\n%s", line, logs.String())
+	}
+}
+
+func TestARedisSettingWithoutRedisURLFailsStartWithTheVariable(t *testing.T) {
+	// The embedded Redis is not a cluster and takes no credentials: saying so beats ignoring it.
+	err := startError(t, map[string]string{"REDIS_CLUSTER": "true"})
+	var se *setting.Error
+	if !errors.As(err, &se) || se.Var != "REDIS_CLUSTER" {
+		t.Fatalf("New: %v, want a *setting.Error naming REDIS_CLUSTER", err)
 	}
 }

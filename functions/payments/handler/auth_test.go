@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemlambda/idem/functions/payments/handler"
 	"github.com/idemlambda/idem/pkg/ledger"
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 // countingListener stands where Redis would be and counts the connections made to it. It
@@ -128,7 +129,7 @@ func TestInsideLambdaPaymentsAuthMustBeSet(t *testing.T) {
 	lambda := env{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "REDIS_URL": "redis://127.0.0.1:6379", "PAYMENTS_LEDGER": "memory"}
 	for _, e := range []env{lambda, lambda.with(handler.EnvAuth, "cognito"), env{handler.EnvAuth: "open"}} {
 		_, err := handler.New(context.Background(), e.get)
-		var se *handler.SettingError
+		var se *setting.Error
 		if !errors.As(err, &se) || se.Var != handler.EnvAuth {
 			t.Errorf("%v: %v, want an error naming %s", e, err, handler.EnvAuth)
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -37,7 +36,7 @@ var errKeyReused = errors.New("payments: idempotency key already used for a diff
 
 // create serves POST /payments for principal, top to bottom: key, body, claim, work, respond.
 func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, principal string) (events.APIGatewayV2HTTPResponse, obs.Request) {
-	key, err := parseIdempotencyKey(header(req, HeaderIdempotencyKey))
+	key, err := parseIdempotencyKey(apigw.Header(req.Headers, HeaderIdempotencyKey))
 	switch {
 	case errors.Is(err, errMissingKey):
 		return apigw.Error(400, "missing_idempotency_key", err.Error()), rejected("missing_idempotency_key")
@@ -178,17 +177,4 @@ func rejectedKey(scoped, reason string) obs.Request {
 	r := rejected(reason)
 	r.ID = obs.KeyID(scoped)
 	return r
-}
-
-// header returns a request header. API Gateway lower-cases names; other callers may not.
-func header(req events.APIGatewayV2HTTPRequest, name string) string {
-	if v, ok := req.Headers[name]; ok {
-		return v
-	}
-	for k, v := range req.Headers {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
 }

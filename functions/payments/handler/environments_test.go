@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemlambda/idem/functions/payments/handler"
 	"github.com/idemlambda/idem/pkg/ledger"
+	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
@@ -353,6 +354,7 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 		{"lock TTL", env{"IDEM_LOCK_TTL": "-1s"}, "IDEM_LOCK_TTL"},
 		{"key prefix", env{"IDEM_KEY_PREFIX": "a {b}"}, "IDEM_KEY_PREFIX"},
 		{"inside Lambda without Redis", env{runtimeAPI: "127.0.0.1:9001", "PAYMENTS_LEDGER": "memory", "PAYMENTS_AUTH": "iam"}, "REDIS_URL"},
+		{"outside Lambda without Redis", env{}, "REDIS_URL"},
 		{"inside Lambda without PAYMENTS_AUTH", env{runtimeAPI: "127.0.0.1:9001", "PAYMENTS_LEDGER": "memory", "REDIS_URL": "redis://127.0.0.1:6379"}, "PAYMENTS_AUTH"},
 		{"unknown authorization", env{"PAYMENTS_AUTH": "basic"}, "PAYMENTS_AUTH"},
 		{"Redis URL", env{"REDIS_URL": "http://cache:6379"}, "REDIS_URL"},
@@ -365,9 +367,9 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 				h.Close()
 				t.Fatal("New accepted the settings")
 			}
-			var se *handler.SettingError
+			var se *setting.Error
 			if !errors.As(err, &se) || se.Var != tt.want || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %v (%T), want a *handler.SettingError naming %s", err, err, tt.want)
+				t.Fatalf("error %v (%T), want a *setting.Error naming %s", err, err, tt.want)
 			}
 		})
 	}
@@ -384,12 +386,12 @@ func TestMemoryLedgerInsideLambdaOnlyWhenSetExplicitly(t *testing.T) {
 	}
 }
 
-func TestOutsideLambdaWithoutSettingsRunsOnEmbeddedRedisAndMemory(t *testing.T) {
+func TestOutsideLambdaWithOnlyRedisURLRunsOnTheMemoryLedger(t *testing.T) {
 	t.Parallel()
-	h := newHandler(t, env{})
-	first := do(t, h, post(t, "embedded-1", body1999EUR))
+	h := newHandler(t, sharedEnv(t))
+	first := do(t, h, post(t, "memory-only-1", body1999EUR))
 	p := wantCreated(t, first, false)
-	if again := do(t, h, post(t, "embedded-1", body1999EUR)); again.Body != first.Body {
+	if again := do(t, h, post(t, "memory-only-1", body1999EUR)); again.Body != first.Body {
 		t.Fatalf("replay %s", again.Body)
 	}
 	if got := do(t, h, get(t, p.ID)); got.StatusCode != 200 {

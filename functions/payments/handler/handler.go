@@ -164,7 +164,7 @@ func WithGuardOptions(opts ...idem.Option) Option {
 //	AWS_REGION, AWS_ENDPOINT_URL_DYNAMODB, AWS_ACCESS_KEY_ID, ...  the DynamoDB client, the
 //	                               standard SDK way (config.LoadDefaultConfig)
 //
-// A missing or malformed setting is a *SettingError naming the variable. New never waits for
+// A missing or malformed setting is a *setting.Error naming the variable (errors.As). New never waits for
 // Redis or DynamoDB. Call Close when done.
 func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Handler, error) {
 	if getenv == nil {
@@ -234,8 +234,8 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	return h, nil
 }
 
-// Close releases what New opened: the Redis client built from REDIS_* (and the embedded Redis,
-// if any). A client passed with WithRedis is left open. Calling Close again returns the first
+// Close releases what New opened: the Redis client built from REDIS_*. A client passed with
+// WithRedis is left open. Calling Close again returns the first
 // call's result.
 func (h *Handler) Close() error {
 	if h.conn == nil {
@@ -280,7 +280,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if route == "" {
 		route = "unmatched"
 	}
-	obs.LogRequest(ctx, h.logger.With(slog.String("route", route)), "", rec)
+	obs.LogRequest(ctx, h.logger.With(slog.String("route", route)), rec)
 	return resp, nil
 }
 

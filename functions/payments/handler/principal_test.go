@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemlambda/idem/pkg/idem"
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
@@ -119,7 +120,7 @@ func TestAuthModeFromTheEnvironment(t *testing.T) {
 		{"cognito", true, ""},
 	} {
 		got, err := authFromEnv(tt.value, tt.insideLambda)
-		var se *SettingError
+		var se *setting.Error
 		switch {
 		case tt.want == "" && (!errors.As(err, &se) || se.Var != EnvAuth):
 			t.Errorf("%q (inside Lambda %v): %q, %v; want an error naming %s", tt.value, tt.insideLambda, got, err, EnvAuth)

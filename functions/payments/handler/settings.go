@@ -2,7 +2,6 @@ package handler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -83,30 +82,6 @@ const (
 // "inside Lambda".
 const envRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
 
-// SettingError reports a setting that is missing, malformed or in conflict with another. Var
-// names the environment variable, so init can fail with one log line that names it.
-type SettingError struct {
-	Var    string // the environment variable, e.g. "PAYMENTS_TABLE"
-	Reason string // what is wrong with it; empty when Err says it
-	Err    error  // the underlying cause, if any
-}
-
-// Error returns "payments: <Var>: <Reason>[: <Err>]", or "payments: <Err>" without a Reason
-// (when Err comes from a package that already names the variable).
-func (e *SettingError) Error() string {
-	if e.Reason == "" && e.Err != nil {
-		return "payments: " + e.Err.Error()
-	}
-	msg := "payments: " + e.Var + ": " + e.Reason
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-// Unwrap returns the underlying cause.
-func (e *SettingError) Unwrap() error { return e.Err }
-
 // settings are the function's own environment settings.
 type settings struct {
 	insideLambda bool
@@ -123,8 +98,7 @@ func readSettings(getenv func(string) string, needLedger bool) (settings, error)
 	if v := get(EnvMaxAmount); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 || n > MaxSafeAmount {
-			return settings{}, &SettingError{Var: EnvMaxAmount,
-				Reason: fmt.Sprintf("%q is not an integer from 1 to %d (minor units)", v, int64(MaxSafeAmount))}
+			return settings{}, setting.Errorf(EnvMaxAmount, "%q is not an integer from 1 to %d (minor units)", v, int64(MaxSafeAmount))
 		}
 		s.maxAmount = n
 	}
@@ -153,11 +127,10 @@ func readSettings(getenv func(string) string, needLedger bool) (settings, error)
 			if !explicit {
 				reason += " (the default inside Lambda; set " + EnvLedger + "=" + LedgerMemory + " explicitly for a test ledger)"
 			}
-			return settings{}, &SettingError{Var: EnvTable, Reason: reason}
+			return settings{}, &setting.Error{Var: EnvTable, Reason: reason}
 		}
 	default:
-		return settings{}, &SettingError{Var: EnvLedger,
-			Reason: fmt.Sprintf("%q is not one of %s, %s", getenv(EnvLedger), LedgerDynamoDB, LedgerMemory)}
+		return settings{}, setting.Errorf(EnvLedger, "%q is not one of %s, %s", getenv(EnvLedger), LedgerDynamoDB, LedgerMemory)
 	}
 	return s, nil
 }
@@ -172,24 +145,19 @@ func authFromEnv(v string, insideLambda bool) (string, error) {
 		if !insideLambda {
 			return AuthNone, nil
 		}
-		return "", &SettingError{Var: EnvAuth, Reason: "required inside Lambda: one of " + authModes +
+		return "", &setting.Error{Var: EnvAuth, Reason: "required inside Lambda: one of " + authModes +
 			" (" + AuthNone + " lets every caller share one principal)"}
 	default:
-		return "", &SettingError{Var: EnvAuth, Reason: fmt.Sprintf("%q is not one of %s", v, authModes)}
+		return "", &setting.Error{Var: EnvAuth, Reason: fmt.Sprintf("%q is not one of %s", v, authModes)}
 	}
 }
 
 const authModes = AuthIAM + ", " + AuthJWT + ", " + AuthLambda + ", " + AuthNone
 
-// guardOptionsFromEnv wraps idem.OptionsFromEnv, turning its error into a *SettingError that
-// names the variable at fault.
+// guardOptionsFromEnv reads the core's settings; its *setting.Error names the variable at fault.
 func guardOptionsFromEnv(getenv func(string) string) ([]idem.Option, error) {
 	opts, err := idem.OptionsFromEnv(getenv, DefaultResultTTL)
-	var se *setting.Error
-	switch {
-	case errors.As(err, &se):
-		return nil, &SettingError{Var: se.Var, Err: err}
-	case err != nil:
+	if err != nil {
 		return nil, fmt.Errorf("payments: %w", err)
 	}
 	return opts, nil
@@ -199,31 +167,23 @@ func guardOptionsFromEnv(getenv func(string) string) ([]idem.Option, error) {
 func logLevelFromEnv(getenv func(string) string) (slog.Level, error) {
 	l, err := obs.ParseLevel(getenv(obs.EnvLogLevel))
 	if err != nil {
-		return 0, &SettingError{Var: obs.EnvLogLevel, Err: err}
+		return 0, setting.Errorf(obs.EnvLogLevel, "%q is not one of debug, info, warn, error", getenv(obs.EnvLogLevel))
 	}
 	return l, nil
 }
 
-// redisFromEnv opens the Redis client described by REDIS_* (lazily: nothing is dialled).
+// redisFromEnv opens the Redis client described by REDIS_* (lazily: nothing is dialled). A bad
+// setting is redisconn's *setting.Error, wrapped.
 func redisFromEnv(ctx context.Context, getenv func(string) string, opts ...redisconn.Option) (*redisconn.Conn, error) {
 	s, err := redisconn.SettingsFromEnv(getenv)
 	if err != nil {
-		return nil, asSettingError(err)
+		return nil, fmt.Errorf("payments: redis: %w", err)
 	}
 	conn, err := redisconn.Open(ctx, s, opts...)
 	if err != nil {
-		return nil, asSettingError(err)
+		return nil, fmt.Errorf("payments: redis: %w", err)
 	}
 	return conn, nil
-}
-
-// asSettingError keeps the variable named by a *redisconn.SettingError.
-func asSettingError(err error) error {
-	var se *redisconn.SettingError
-	if errors.As(err, &se) {
-		return &SettingError{Var: se.Var, Err: err}
-	}
-	return fmt.Errorf("payments: redis: %w", err)
 }
 
 // awsConfigFromEnv loads the AWS SDK configuration the standard way (config.LoadDefaultConfig),
@@ -247,7 +207,7 @@ func awsConfigFromEnv(ctx context.Context, getenv func(string) string) (aws.Conf
 		return aws.Config{}, fmt.Errorf("payments: load AWS config: %w", err)
 	}
 	if cfg.Region == "" {
-		return aws.Config{}, &SettingError{Var: "AWS_REGION", Reason: "required with " + EnvLedger + "=" + LedgerDynamoDB}
+		return aws.Config{}, &setting.Error{Var: "AWS_REGION", Reason: "required with " + EnvLedger + "=" + LedgerDynamoDB}
 	}
 	return cfg, nil
 }
@@ -258,7 +218,7 @@ func dynamoLedgerFromEnv(cfg aws.Config, getenv func(string) string, table strin
 	if endpoint != "" {
 		u, err := url.Parse(endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, &SettingError{Var: EnvDynamoDBEndpoint, Reason: "must be an http:// or https:// URL"}
+			return nil, &setting.Error{Var: EnvDynamoDBEndpoint, Reason: "must be an http:// or https:// URL"}
 		}
 	}
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {

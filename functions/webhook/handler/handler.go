@@ -63,6 +63,7 @@ import (
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/obs"
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/sink"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
@@ -123,7 +124,7 @@ type Handler struct {
 //
 // New never dials Redis: a Redis that is down costs nothing here, and requests get a 503
 // until it answers. A missing or malformed setting is an error naming the variable (a
-// *SettingError for the function's own variables, the wrapped error of redisconn, idem or
+// *setting.Error for the function's own variables and redisconn's, the wrapped error of idem or
 // sink for theirs).
 func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Handler, error) {
 	o := options{now: time.Now, logOut: os.Stdout}
@@ -154,7 +155,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		if client == nil {
 			cfg, err := config.LoadDefaultConfig(ctx)
 			if err != nil {
-				return nil, &SettingError{Var: EnvSecretARN, Reason: "cannot load the AWS configuration", Err: err}
+				return nil, fmt.Errorf("%w: %w", &setting.Error{Var: EnvSecretARN, Reason: "cannot load the AWS configuration"}, err)
 			}
 			awsCfg = &cfg
 			// NewFromConfig honours AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL.
@@ -209,9 +210,6 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 			return nil, fmt.Errorf("webhook: %w", err)
 		}
 		client = h.conn.Client
-		if h.conn.Embedded() {
-			logger.Info("no REDIS_URL outside Lambda: using an embedded in-process Redis", "addr", h.conn.Addr())
-		}
 	}
 	if h.guard, err = idem.New(client, append(idemOpts, o.guardOpts...)...); err != nil {
 		_ = h.Close()
@@ -222,8 +220,8 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	return h, nil
 }
 
-// Close releases what New built: the Redis client and, outside Lambda, the embedded Redis. A
-// client given with WithRedis is left open. Calls after the first return the first's result.
+// Close releases what New built: the Redis client. A client given with WithRedis is left
+// open. Calls after the first return the first's result.
 func (h *Handler) Close() error {
 	if h.conn == nil {
 		return nil
@@ -243,7 +241,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	rec.Provider = h.provider.Name()
 	rec.Status = resp.StatusCode
 	rec.Duration = time.Since(start)
-	obs.LogRequest(ctx, h.logger, "", rec)
+	obs.LogRequest(ctx, h.logger, rec)
 	return resp, nil
 }
 

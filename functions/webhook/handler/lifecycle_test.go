@@ -261,17 +261,18 @@ func TestRedisFailingBeforeCompletionStillAnswers200(t *testing.T) {
 	}
 }
 
-func TestWithoutRedisURLOutsideLambdaUsesEmbeddedRedis(t *testing.T) {
+func TestClientFromRedisURLServesUntilClose(t *testing.T) {
 	logs := &logBuffer{}
-	vars := map[string]string{EnvProvider: "slack", EnvSecret: testSecret("slack"), "WEBHOOK_SINK": "log"}
+	vars := map[string]string{EnvProvider: "slack", EnvSecret: testSecret("slack"), "WEBHOOK_SINK": "log",
+		"REDIS_URL": "redis://" + testsupport.SharedRedisAddr(), "IDEM_KEY_PREFIX": keyPrefix(t)}
 	h, err := New(context.Background(), env(vars), WithClock(newClock(fixedNow).Now), WithLogOutput(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := sampleDelivery(t, "slack", "Ev0TESTembedded")
+	d := sampleDelivery(t, "slack", "Ev0TESTclose")
 	for range 2 {
 		resp, _ := invoke(h, d.signed(t, testSecret("slack"), fixedNow))
-		wantReceipt(t, resp, "Ev0TESTembedded")
+		wantReceipt(t, resp, "Ev0TESTclose")
 	}
 	outcomes := []any{}
 	for _, l := range logs.requests(t) {
@@ -283,7 +284,7 @@ func TestWithoutRedisURLOutsideLambdaUsesEmbeddedRedis(t *testing.T) {
 	// The log sink wrote the event once, with its body as JSON.
 	var forwarded int
 	for _, l := range logs.lines(t, "") {
-		if l["provider"] == "slack" && l["id"] == "Ev0TESTembedded" && l["body"] != nil {
+		if l["provider"] == "slack" && l["id"] == "Ev0TESTclose" && l["body"] != nil {
 			forwarded++
 		}
 	}
@@ -294,6 +295,6 @@ func TestWithoutRedisURLOutsideLambdaUsesEmbeddedRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	if resp, _ := invoke(h, d.signed(t, testSecret("slack"), fixedNow)); resp.StatusCode != 503 {
-		t.Errorf("after Close: status %d, want 503 (the embedded Redis is stopped)", resp.StatusCode)
+		t.Errorf("after Close: status %d, want 503 (the client is closed)", resp.StatusCode)
 	}
 }

@@ -58,27 +58,6 @@ const MaxBodyLimit = 6 << 20
 // included, so a broken endpoint fails init instead of holding it until Lambda's timeout.
 const SecretReadTimeout = 5 * time.Second
 
-// SettingError reports a setting that is missing, malformed or in conflict with another. Var
-// names the environment variable, so the init failure is one log line that names it. The
-// message never holds a secret.
-type SettingError struct {
-	Var    string // the environment variable, e.g. "WEBHOOK_PROVIDER"
-	Reason string // what is wrong with it
-	Err    error  // the underlying cause, if any
-}
-
-// Error returns "webhook: <Var>: <Reason>[: <Err>]".
-func (e *SettingError) Error() string {
-	msg := "webhook: " + e.Var + ": " + e.Reason
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-// Unwrap returns the underlying cause.
-func (e *SettingError) Unwrap() error { return e.Err }
-
 // DevSecret returns the development secret a function for provider accepts outside Lambda
 // when neither EnvSecret nor EnvSecretARN is set: "dev-<provider>-secret", and for the
 // standard provider the Standard Webhooks secret whose key is those bytes
@@ -118,9 +97,9 @@ func readSettings(getenv func(string) string, secretsGiven bool) (settings, erro
 	}
 	switch {
 	case s.provider == "":
-		return s, &SettingError{Var: EnvProvider, Reason: "required: one of " + strings.Join(webhook.Names(), ", ")}
+		return s, &setting.Error{Var: EnvProvider, Reason: "required: one of " + strings.Join(webhook.Names(), ", ")}
 	case !slices.Contains(webhook.Names(), s.provider):
-		return s, &SettingError{Var: EnvProvider, Reason: fmt.Sprintf("%q is not one of %s", s.provider, strings.Join(webhook.Names(), ", "))}
+		return s, setting.Errorf(EnvProvider, "%q is not one of %s", s.provider, strings.Join(webhook.Names(), ", "))
 	}
 
 	raw := getenv(EnvSecret)
@@ -129,30 +108,30 @@ func readSettings(getenv func(string) string, secretsGiven bool) (settings, erro
 	case secretsGiven:
 		s.secrets, s.secretARN = nil, ""
 	case strings.TrimSpace(raw) != "" && len(s.secrets) == 0:
-		return s, &SettingError{Var: EnvSecret, Reason: "holds no secret, only commas and spaces"}
+		return s, &setting.Error{Var: EnvSecret, Reason: "holds no secret, only commas and spaces"}
 	case len(s.secrets) > 0 && s.secretARN != "":
-		return s, &SettingError{Var: EnvSecret, Reason: "conflicts with " + EnvSecretARN + "; set one of them"}
+		return s, &setting.Error{Var: EnvSecret, Reason: "conflicts with " + EnvSecretARN + "; set one of them"}
 	case len(s.secrets) == 0 && s.secretARN == "" && s.insideLambda:
-		return s, &SettingError{Var: EnvSecret, Reason: "required inside Lambda (" + redisconn.EnvRuntimeAPI + " is set): set it or " + EnvSecretARN}
+		return s, &setting.Error{Var: EnvSecret, Reason: "required inside Lambda (" + redisconn.EnvRuntimeAPI + " is set): set it or " + EnvSecretARN}
 	}
 
 	if v := get(EnvTolerance); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return s, &SettingError{Var: EnvTolerance, Reason: fmt.Sprintf("%q is not a positive Go duration such as 5m or 300s", v)}
+			return s, setting.Errorf(EnvTolerance, "%q is not a positive Go duration such as 5m or 300s", v)
 		}
 		s.tolerance = d
 	}
 	if v := get(EnvMaxBody); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxBodyLimit {
-			return s, &SettingError{Var: EnvMaxBody, Reason: fmt.Sprintf("%q is not a number of bytes from 1 to %d", v, MaxBodyLimit)}
+			return s, setting.Errorf(EnvMaxBody, "%q is not a number of bytes from 1 to %d", v, MaxBodyLimit)
 		}
 		s.maxBody = n
 	}
 	level, err := obs.ParseLevel(getenv(obs.EnvLogLevel))
 	if err != nil {
-		return s, &SettingError{Var: obs.EnvLogLevel, Reason: fmt.Sprintf("%q is not one of debug, info, warn, error", getenv(obs.EnvLogLevel))}
+		return s, setting.Errorf(obs.EnvLogLevel, "%q is not one of debug, info, warn, error", getenv(obs.EnvLogLevel))
 	}
 	s.level = level
 	s.function = get(EnvFunctionName)
@@ -175,13 +154,13 @@ func splitSecrets(list string) []string {
 }
 
 // readSecret reads the signing secrets from the Secrets Manager secret arn. Errors are
-// *SettingError naming EnvSecretARN and never contain the secret.
+// *setting.Error naming EnvSecretARN and never contain the secret.
 func readSecret(ctx context.Context, client redisconn.SecretsClient, arn string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, SecretReadTimeout)
 	defer cancel()
 	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &arn})
 	if err != nil {
-		return nil, &SettingError{Var: EnvSecretARN, Reason: "cannot read the secret", Err: err}
+		return nil, fmt.Errorf("%w: %w", &setting.Error{Var: EnvSecretARN, Reason: "cannot read the secret"}, err)
 	}
 	raw := string(out.SecretBinary)
 	if out.SecretString != nil {
@@ -191,11 +170,11 @@ func readSecret(ctx context.Context, client redisconn.SecretsClient, arn string)
 	// The console's default "key/value" secret is JSON; used as an HMAC key it would make
 	// every delivery fail verification, so it is refused here, where the cause is clear.
 	if strings.HasPrefix(raw, "{") {
-		return nil, &SettingError{Var: EnvSecretARN, Reason: "the secret is JSON; store the signing secret as plain text (or a comma-separated list)"}
+		return nil, &setting.Error{Var: EnvSecretARN, Reason: "the secret is JSON; store the signing secret as plain text (or a comma-separated list)"}
 	}
 	secrets := splitSecrets(raw)
 	if len(secrets) == 0 {
-		return nil, &SettingError{Var: EnvSecretARN, Reason: "the secret is empty"}
+		return nil, &setting.Error{Var: EnvSecretARN, Reason: "the secret is empty"}
 	}
 	return secrets, nil
 }
@@ -241,10 +220,10 @@ func devSecretOf(provider, secret string) (string, bool) {
 func providerError(err error, secretVar string) error {
 	switch {
 	case errors.Is(err, webhook.ErrUnknownProvider):
-		return &SettingError{Var: EnvProvider, Reason: "unknown provider", Err: err}
+		return fmt.Errorf("%w: %w", &setting.Error{Var: EnvProvider, Reason: "unknown provider"}, err)
 	case errors.Is(err, webhook.ErrInvalidTolerance):
-		return &SettingError{Var: EnvTolerance, Reason: "rejected by the provider", Err: err}
+		return fmt.Errorf("%w: %w", &setting.Error{Var: EnvTolerance, Reason: "rejected by the provider"}, err)
 	default:
-		return &SettingError{Var: secretVar, Reason: "not a usable signing secret", Err: err}
+		return fmt.Errorf("%w: %w", &setting.Error{Var: secretVar, Reason: "not a usable signing secret"}, err)
 	}
 }

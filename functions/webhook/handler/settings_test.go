@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
@@ -26,7 +27,7 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 		set  map[string]string
 		drop []string
 		want string
-		own  bool // a *SettingError of this package
+		own  bool // a *setting.Error
 	}{
 		{"missing provider", nil, []string{EnvProvider}, EnvProvider, true},
 		{"unknown provider", map[string]string{EnvProvider: "paypal"}, nil, EnvProvider, true},
@@ -44,8 +45,9 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 		{"key prefix", map[string]string{"IDEM_KEY_PREFIX": "has space"}, nil, "IDEM_", false},
 		{"sink", map[string]string{"WEBHOOK_SINK": "pigeon"}, nil, "WEBHOOK_SINK", false},
 		{"queue", map[string]string{"WEBHOOK_SINK": "sqs"}, nil, "WEBHOOK_QUEUE_URL", false},
-		{"redis url", map[string]string{"REDIS_URL": "http://cache:6379"}, nil, "REDIS_URL", false},
-		{"no redis inside Lambda", lambda, []string{"REDIS_URL"}, "REDIS_URL", false},
+		{"redis url", map[string]string{"REDIS_URL": "http://cache:6379"}, nil, "REDIS_URL", true},
+		{"no redis inside Lambda", lambda, []string{"REDIS_URL"}, "REDIS_URL", true},
+		{"no redis outside Lambda", nil, []string{"REDIS_URL"}, "REDIS_URL", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,9 +64,9 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q does not name %s", err, tc.want)
 			}
-			var se *SettingError
+			var se *setting.Error
 			if tc.own && (!errors.As(err, &se) || se.Var != tc.want) {
-				t.Errorf("error %q is not a *SettingError for %s", err, tc.want)
+				t.Errorf("error %q is not a *setting.Error for %s", err, tc.want)
 			}
 			if s := vars[EnvSecret]; s != "" && strings.Contains(err.Error(), s) {
 				t.Errorf("error %q holds the secret", err)
@@ -224,9 +226,9 @@ func TestUnusableSecretsManagerSecretFailsInit(t *testing.T) {
 	for _, arn := range []string{jsonARN, emptyARN, missingARN} {
 		vars := map[string]string{EnvProvider: "slack", EnvSecretARN: arn, "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "REDIS_URL": "redis://127.0.0.1:1"}
 		_, err := New(context.Background(), env(vars), WithLogOutput(io.Discard))
-		var se *SettingError
+		var se *setting.Error
 		if !errors.As(err, &se) || se.Var != EnvSecretARN {
-			t.Errorf("%s: error %v, want a *SettingError for %s", arn, err, EnvSecretARN)
+			t.Errorf("%s: error %v, want a *setting.Error for %s", arn, err, EnvSecretARN)
 			continue
 		}
 		if strings.Contains(err.Error(), "s3cr3t-value") {

@@ -2,27 +2,24 @@
 // implementations in the peers folder (Powertools for AWS Lambda TypeScript with its Redis
 // persistence layer, and an express + ioredis Idempotency-Key middleware) in one invocation, with
 // the same request counts and scenarios: first execution, replay, in-progress duplicate,
-// concurrent duplicates, throughput. Everything is measured on each server of -servers in turn:
-// redis-server (Redis 7, where the core stores results with a Lua script) and valkey-server 8.1
-// (where it uses the conditional SET ... IFEQ); all implementations on one server are measured
-// against that same private server. It measures everything -runs times per server, alternating
-// whether the peers or ours go first, and reports medians. Per server it writes
-// docs/<name>.json (every number of every run), docs/<name>.md (the tables, date and machine)
-// and docs/<name>.svg (the plot), where <name> is comparison for Redis and comparison-valkey
-// for Valkey.
+// concurrent duplicates, throughput. Every implementation is measured against the same private
+// redis-server (Redis 7, where the core stores results with its Lua script). It measures
+// everything -runs times, alternating whether the peers or ours go first, and reports medians.
+// It writes comparison.json (every number of every run), comparison.md (the tables, date and
+// machine) and comparison.svg (the plot) into -out.
 //
-// Usage:
+// It lives in the bench module, beside the product's, so that its dependencies stay out of the
+// product's go.mod. From the repository root (make compare):
 //
-//	go run ./cmd/compare [-servers redis,valkey] [-valkey-server path] [-peers ../shared/peers] [-runs 5] [-port 6391] [-n 2000] [-warmup 2000] [-conc 50] [-rounds 20] [-thr-n 10000] [-out docs]
-//	go run ./cmd/compare -replot     # redraw the .md and .svg files from the .json files
+//	cd bench && go run ./compare [-peers ../../shared/peers] [-runs 5] [-port 6391] [-n 2000] [-warmup 2000] [-conc 50] [-rounds 20] [-thr-n 10000] [-out ../docs]
+//	cd bench && go run ./compare -replot -out ../docs    # redraw the .md and .svg files from the .json files
 //
 // It copies the peers folder to a temporary directory (it may be read-only), installs the
 // peers' locked npm dependencies there, starts each server on its port (-port for the first,
 // the next port for the second) with the flags of the peers' run.sh (refusing a port that
 // already answers), runs the peers' own bench.mjs and floor.mjs against it, then measures ours
 // in-process against the same server. Redis commands per request are INFO commandstats deltas,
-// as the peers count them. It needs redis-server, valkey-server 8.1 or later (make compare builds
-// it with .ci/ensure-valkey), Node.js 20 or later and npm.
+// as the peers count them. It needs redis-server, Node.js 20 or later and npm.
 package main
 
 import (
@@ -52,9 +49,7 @@ func main() {
 	flag.IntVar(&s.Rounds, "rounds", 20, "keys in the concurrency test")
 	flag.IntVar(&s.ThrN, "thr-n", 10000, "requests per throughput path")
 	runs := flag.Int("runs", 5, "measurement runs per server, alternating which side goes first; the report shows medians")
-	out := flag.String("out", "docs", "directory for the report files")
-	servers := flag.String("servers", "redis,valkey", "servers to measure on, in order: redis, valkey or both")
-	valkeyBin := flag.String("valkey-server", defaultValkeyServer(), "valkey-server binary (8.1 or later); env VALKEY_SERVER")
+	out := flag.String("out", filepath.Join("..", "docs"), "directory for the report files (the repository's docs/, from bench/)")
 	replot := flag.Bool("replot", false, "only redraw the .md and .svg files from the .json files in -out")
 	flag.Parse()
 
@@ -62,10 +57,10 @@ func main() {
 	if *replot {
 		err = redraw(*out)
 	} else {
-		var list []serverKind
-		list, err = parseServers(*servers, *valkeyBin)
+		var sk serverKind
+		sk, err = redisServerKind()
 		if err == nil {
-			err = run(context.Background(), s, *runs, *peersDir, list, *port, *out, os.Stderr)
+			err = run(context.Background(), s, *runs, *peersDir, sk, *port, *out, os.Stderr)
 		}
 	}
 	if err != nil {
@@ -74,57 +69,33 @@ func main() {
 	}
 }
 
-// defaultPeersDir is IDEM_PEERS_DIR, or ../shared/peers beside the repository.
+// defaultPeersDir is IDEM_PEERS_DIR, or shared/peers beside the repository (the command runs in
+// bench/).
 func defaultPeersDir() string {
 	if d := os.Getenv("IDEM_PEERS_DIR"); d != "" {
 		return d
 	}
-	return filepath.Join("..", "shared", "peers")
+	return filepath.Join("..", "..", "shared", "peers")
 }
 
-// serverKind is one server the comparison runs on.
+// serverKind is the server the comparison runs on.
 type serverKind struct {
-	name string // redis or valkey
+	name string // redis
 	bin  string
 	base string // report file name without extension
-	// condSet: the core stores results with SET ... IFEQ (IDEM_CONDITIONAL_SET=true), which the
-	// server has.
-	condSet bool
 }
 
-// parseServers turns the -servers list into the servers to start.
-func parseServers(list, valkeyBin string) ([]serverKind, error) {
-	var out []serverKind
-	for _, name := range strings.Split(list, ",") {
-		switch strings.TrimSpace(name) {
-		case "redis":
-			bin, err := exec.LookPath("redis-server")
-			if err != nil {
-				return nil, fmt.Errorf("redis-server not found (Debian: apt-get install -y redis-server): %w", err)
-			}
-			out = append(out, serverKind{name: "redis", bin: bin, base: "comparison"})
-		case "valkey":
-			if _, err := os.Stat(valkeyBin); err != nil {
-				return nil, fmt.Errorf("valkey-server %q: %w (run .ci/ensure-valkey, or set -valkey-server)", valkeyBin, err)
-			}
-			out = append(out, serverKind{name: "valkey", bin: valkeyBin, base: "comparison-valkey", condSet: true})
-		default:
-			return nil, fmt.Errorf("-servers: unknown server %q (want redis or valkey)", name)
-		}
+// redisServerKind finds the redis-server binary the comparison starts.
+func redisServerKind() (serverKind, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return serverKind{}, fmt.Errorf("redis-server not found (Debian: apt-get install -y redis-server): %w", err)
 	}
-	return out, nil
+	return serverKind{name: "redis", bin: bin, base: "comparison"}, nil
 }
 
-// defaultValkeyServer is VALKEY_SERVER, or the binary .ci/ensure-valkey builds.
-func defaultValkeyServer() string {
-	if bin := os.Getenv("VALKEY_SERVER"); bin != "" {
-		return bin
-	}
-	return filepath.Join(".tools", "valkey-8.1.1", "valkey-server")
-}
-
-// run measures everything on each server and writes each server's report files into out.
-func run(ctx context.Context, s settings, runs int, peersDir string, servers []serverKind, port int, out string, log io.Writer) error {
+// run measures everything on the server and writes its report files into out.
+func run(ctx context.Context, s settings, runs int, peersDir string, sk serverKind, port int, out string, log io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -134,10 +105,8 @@ func run(ctx context.Context, s settings, runs int, peersDir string, servers []s
 		return err
 	}
 	defer os.RemoveAll(filepath.Dir(peers))
-	for i, sk := range servers {
-		if err := runOn(ctx, s, runs, peers, sk, port+i, out, log); err != nil {
-			return fmt.Errorf("%s: %w", sk.name, err)
-		}
+	if err := runOn(ctx, s, runs, peers, sk, port, out, log); err != nil {
+		return fmt.Errorf("%s: %w", sk.name, err)
 	}
 	return nil
 }
@@ -166,7 +135,7 @@ func runOn(ctx context.Context, s settings, runs int, peers string, sk serverKin
 	fmt.Fprintf(log, "== %s on 127.0.0.1:%d\n", r.Server, port)
 
 	for run := range runs {
-		impls, floors, err := measureOnce(ctx, srv, s, peers, port, run, sk.condSet, log)
+		impls, floors, err := measureOnce(ctx, srv, s, peers, port, run, log)
 		if err != nil {
 			return err
 		}
@@ -206,12 +175,11 @@ func runOn(ctx context.Context, s settings, runs int, peers string, sk serverKin
 	return nil
 }
 
-// measureOnce runs every implementation once against srv (the core with the conditional SET when
-// condSet is true): the client floors, then the peers
+// measureOnce runs every implementation once against srv: the client floors, then the peers
 // and ours, ours first on odd runs so that neither side always runs on a warmer machine.
-func measureOnce(ctx context.Context, srv *redisServer, s settings, peers string, port, run int, condSet bool, log io.Writer) ([]Impl, []floorResult, error) {
+func measureOnce(ctx context.Context, srv *redisServer, s settings, peers string, port, run int, log io.Writer) ([]Impl, []floorResult, error) {
 	var floors []floorResult
-	m := &measurer{srv: srv, s: s, run: "cmp-" + strconv.FormatInt(time.Now().UnixNano(), 36), condSet: condSet}
+	m := &measurer{srv: srv, s: s, run: "cmp-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	fmt.Fprintf(log, "== run %d: floor: go-redis (redisconn)\n", run+1)
 	goFloor, err := m.floor(ctx)
 	if err != nil {

@@ -35,80 +35,65 @@ func TestCommandStatsDeltaPerRequest(t *testing.T) {
 	}
 }
 
-// testMeasurer measures against a private server with small counts.
-func testMeasurer(t *testing.T, start func(testing.TB, ...string) *testsupport.RedisServer, condSet bool) *measurer {
-	srv := start(t)
+// testMeasurer measures against a private redis-server with small counts.
+func testMeasurer(t *testing.T) *measurer {
+	srv := testsupport.StartRedis(t)
 	rs := &redisServer{port: srv.Port(), admin: srv.NewClient()}
-	return &measurer{srv: rs, s: settings{N: 40, Warmup: 10, Conc: 6, Rounds: 3, ThrN: 60}, run: "test", condSet: condSet}
+	return &measurer{srv: rs, s: settings{N: 40, Warmup: 10, Conc: 6, Rounds: 3, ThrN: 60}, run: "test"}
 }
 
-// servers are the servers the measurements are checked on, with the commands the server counts
-// for a first execution: Redis 7 runs the completion script (EVALSHA, GET, SET).
-var servers = []struct {
-	name    string
-	start   func(testing.TB, ...string) *testsupport.RedisServer
-	condSet bool
-	first   float64
-}{
-	{"redis 7", testsupport.StartRedis, false, 4},
-}
+// firstCommands is what the server counts for a first execution: two commands sent, the
+// completion script's EVALSHA also running a GET and a SET.
+const firstCommands = 4
 
 func TestCoreCostsItsRoundTripBudgetAndRunsOncePerKey(t *testing.T) {
-	for _, srv := range servers {
-		t.Run(srv.name, func(t *testing.T) {
-			m := testMeasurer(t, srv.start, srv.condSet)
-			phases, err := m.measureCore(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Sent: the round-trip budget. Counted by the server: on Redis 7 a first execution's
-			// EVALSHA also runs a GET and a SET inside the script.
-			for name, want := range map[string][2]float64{
-				"0 no-idempotency baseline":         {0, 0},
-				"a first-time (unique keys)":        {2, srv.first},
-				"b replay, no local cache":          {1, 1},
-				"i in-progress duplicate":           {1, 1},
-				"b replay, local cache hit (warm)":  {0, 0},
-				"b replay, local cache miss (cold)": {1, 1},
-				"a first-time c=6":                  {2, srv.first},
-				"b replay c=6":                      {1, 1},
-			} {
-				if p := phases[name]; p.SentPerReq != want[0] || p.CmdsPerReq != want[1] {
-					t.Errorf("%s: %.2f commands sent, %.2f counted by the server (%s) per request; want %.2f and %.2f",
-						name, p.SentPerReq, p.CmdsPerReq, p.Breakdown, want[0], want[1])
-				}
-			}
-			for _, name := range []string{"c concurrent same key, work 0ms", "c concurrent same key, work 20ms"} {
-				p := phases[name]
-				if p.Ran != 3 || p.PerKeyMin != 1 || p.PerKeyMax != 1 || p.Ran+p.InProgress+p.Stored != 18 || p.Other != 0 {
-					t.Errorf("%s: %+v; want the business logic run once per key and every other caller rejected or replayed", name, p)
-				}
-			}
-		})
+	m := testMeasurer(t)
+	phases, err := m.measureCore(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sent: the round-trip budget. Counted by the server: a first execution's EVALSHA also runs
+	// a GET and a SET inside the script.
+	for name, want := range map[string][2]float64{
+		"0 no-idempotency baseline":         {0, 0},
+		"a first-time (unique keys)":        {2, firstCommands},
+		"b replay, no local cache":          {1, 1},
+		"i in-progress duplicate":           {1, 1},
+		"b replay, local cache hit (warm)":  {0, 0},
+		"b replay, local cache miss (cold)": {1, 1},
+		"a first-time c=6":                  {2, firstCommands},
+		"b replay c=6":                      {1, 1},
+	} {
+		if p := phases[name]; p.SentPerReq != want[0] || p.CmdsPerReq != want[1] {
+			t.Errorf("%s: %.2f commands sent, %.2f counted by the server (%s) per request; want %.2f and %.2f",
+				name, p.SentPerReq, p.CmdsPerReq, p.Breakdown, want[0], want[1])
+		}
+	}
+	for _, name := range []string{"c concurrent same key, work 0ms", "c concurrent same key, work 20ms"} {
+		p := phases[name]
+		if p.Ran != 3 || p.PerKeyMin != 1 || p.PerKeyMax != 1 || p.Ran+p.InProgress+p.Stored != 18 || p.Other != 0 {
+			t.Errorf("%s: %+v; want the business logic run once per key and every other caller rejected or replayed", name, p)
+		}
 	}
 }
 
 func TestWebhookHandlerCostsItsRoundTripBudget(t *testing.T) {
-	for _, srv := range servers {
-		t.Run(srv.name, func(t *testing.T) {
-			m := testMeasurer(t, srv.start, srv.condSet)
-			phases, err := m.measureHandler(context.Background(), m.s.Conc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, want := range map[string][2]float64{
-				"a first-time (unique keys)": {2, srv.first},
-				"b replay, no local cache":   {1, 1},
-				"i in-progress duplicate":    {1, 1},
-				"a first-time c=6":           {2, srv.first},
-				"b replay c=6":               {1, 1},
-			} {
-				if p := phases[name]; p.SentPerReq != want[0] || p.CmdsPerReq != want[1] {
-					t.Errorf("%s: %.2f commands sent, %.2f counted by the server (%s) per request; want %.2f and %.2f",
-						name, p.SentPerReq, p.CmdsPerReq, p.Breakdown, want[0], want[1])
-				}
-			}
-		})
+	m := testMeasurer(t)
+	phases, err := m.measureHandler(context.Background(), m.s.Conc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][2]float64{
+		"a first-time (unique keys)": {2, firstCommands},
+		"b replay, no local cache":   {1, 1},
+		"i in-progress duplicate":    {1, 1},
+		"a first-time c=6":           {2, firstCommands},
+		"b replay c=6":               {1, 1},
+	} {
+		if p := phases[name]; p.SentPerReq != want[0] || p.CmdsPerReq != want[1] {
+			t.Errorf("%s: %.2f commands sent, %.2f counted by the server (%s) per request; want %.2f and %.2f",
+				name, p.SentPerReq, p.CmdsPerReq, p.Breakdown, want[0], want[1])
+		}
 	}
 }
 
@@ -119,7 +104,7 @@ func sampleReport(coreFirst float64) *Report {
 	}
 	return &Report{
 		Date: "2026-01-01 00:00 UTC", Host: "2 cores (test), Linux", Settings: settings{N: 10, Warmup: 1, Conc: 5, Rounds: 2, ThrN: 10}, Port: 6391,
-		Server: "Valkey 8.1.1", Base: "comparison-valkey",
+		Server: "Redis 7.0.15", Base: "comparison",
 		Impls: []Impl{
 			{Key: keyCore, Label: "idem core", Phases: map[string]Phase{
 				"a first-time (unique keys)": ph(coreFirst, 300, 2), "b replay, no local cache": ph(50, 90, 1), "i in-progress duplicate": ph(45, 80, 1)}},
@@ -195,7 +180,7 @@ func TestReportWritesTablesAndWellFormedSVG(t *testing.T) {
 	var md bytes.Buffer
 	r.writeMarkdown(&md)
 	for _, want := range []string{"| first execution: p50 (range) / p99 µs | 100 (100-100) / 300 | 150 (150-150) / 400 | 400 (400-400) / 2800 | 770 (770-770) / 2000 |",
-		"2.00 (concurrency test)", "4.0x", "**met**", "2026-01-01 00:00 UTC", "2 cores (test)", "on Valkey 8.1.1", "(comparison-valkey.svg)"} {
+		"2.00 (concurrency test)", "4.0x", "**met**", "2026-01-01 00:00 UTC", "2 cores (test)", "on Redis 7.0.15", "(comparison.svg)"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("comparison.md lacks %q:\n%s", want, md.String())
 		}

@@ -237,7 +237,7 @@ func (r *Report) writeMarkdown(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("# idem against Powertools for AWS Lambda (TypeScript) and express + ioredis, on %s", r.server())
 	p("")
-	p("Measured by `make compare` (`cmd/compare`) on %s. All four were measured in one invocation against", r.Date)
+	p("Measured by `make compare` (`bench/compare`) on %s. All four were measured in one invocation against", r.Date)
 	p("the same private %s server on 127.0.0.1:%d (no persistence, as the peers' `run.sh` starts it),", r.server(), r.Port)
 	p("one after the other, with the same request counts, in %d runs that alternate whether the peers or", len(r.Runs))
 	p("ours go first; every figure below is the median over the runs, with the range of p50 where shown.")
@@ -373,17 +373,10 @@ func (r *Report) writeMarkdown(w io.Writer) {
 	p("- The machine has 2 shared cores that also ran the drivers and, at times, other builds; p99 moves")
 	p("  by 2x and more between runs, p50 by up to about 50%%: read the p50 ranges. Commands per request")
 	p("  are exact and do not move.")
-	if r.usedScript() {
-		p("- A first execution costs idem two round trips: one `SET NX PX GET` and one `EVALSHA` of the")
-		p("  complete script, which itself calls `GET` and `SET` to store the result only while the claim is")
-		p("  still its own (this server has no conditional `SET`); `INFO commandstats` counts those two as")
-		p("  well, hence 4 commands per first execution against the peers' 2. On Valkey 8.1 or later, or")
-		p("  Redis 8.4 or later, the same store is one `SET ... IFEQ` (see comparison-valkey.md).")
-	} else {
-		p("- A first execution costs idem two round trips and two commands: one `SET NX PX GET` (the claim)")
-		p("  and one `SET ... IFEQ <claim> PX GET`, which stores the result only while the record is still")
-		p("  exactly its claim, in one plain command (this server has the conditional `SET`: no script).")
-	}
+	p("- A first execution costs idem two round trips: one `SET NX PX GET` and one `EVALSHA` of the")
+	p("  complete script, which itself calls `GET` and `SET` to store the result only while the claim is")
+	p("  still its own; `INFO commandstats` counts those two as well, hence 4 commands per first")
+	p("  execution against the peers' 2.")
 	p("- The peers store their result with an unconditional `SET`, so a late owner can overwrite a newer")
 	p("  claim. A replay and an in-progress duplicate cost idem one `SET NX PX GET`; both peers pay")
 	p("  `SET NX` plus a `GET` or `SET` on every path.")
@@ -396,16 +389,6 @@ func (r *Report) server() string {
 		return "Redis"
 	}
 	return r.Server
-}
-
-// usedScript reports whether the core stored its first executions' results with the Lua script
-// (a server without the conditional SET) rather than SET ... IFEQ.
-func (r *Report) usedScript() bool {
-	core, ok := r.impl(keyCore)
-	if !ok {
-		return true
-	}
-	return strings.Contains(core.Phases["a first-time (unique keys)"].Breakdown, "EVALSHA")
 }
 
 // byPath orders path names: the baseline, the sequential paths, the local-cache paths, then the

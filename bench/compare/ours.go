@@ -41,8 +41,6 @@ type measurer struct {
 	s    settings
 	run  string      // makes every key of this run new
 	sent sentCounter // commands sent by every client this measurer opened
-	// condSet stores results with SET ... IFEQ (idem.WithConditionalSet), on servers that have it.
-	condSet bool
 }
 
 // sentCounter is a go-redis hook counting the commands a client sends: its round trips, since
@@ -566,8 +564,6 @@ func (m *measurer) measureHandler(ctx context.Context, inFlight int) (map[string
 		"WEBHOOK_PROVIDER": "stripe",
 		"WEBHOOK_SECRET":   handlerSecret,
 		"IDEM_KEY_PREFIX":  "cmp",
-		// Set as the template's IdemConditionalSet parameter sets it.
-		"IDEM_CONDITIONAL_SET": strconv.FormatBool(m.condSet),
 	}
 	// The client the function would build from REDIS_URL, with the counting hook.
 	conn, err := m.openClient(ctx, inFlight)

@@ -3,9 +3,11 @@
 // a first execution, a bare GET for a replay or an in-progress duplicate), allocations, and
 // Redis commands per operation. With -max it fails when a ratio exceeds its budget.
 //
-// Usage: go test -run '^$' -bench . -benchmem -count 6 ./pkg/idem | tee bench.txt
+// It lives in the bench module, beside the product's, so that golang.org/x/perf stays out of the
+// product's go.mod. Usage, from the repository root (make bench does both):
 //
-//	go run ./cmd/benchreport bench.txt
+//	go test -run '^$' -bench . -benchmem -count 6 ./pkg/idem | tee bench.txt
+//	cd bench && go run ./benchreport ../bench.txt
 package main
 
 import (
