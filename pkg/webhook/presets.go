@@ -111,9 +111,9 @@ var presets = map[string]Preset{
 		TimestampFormat: UnixMilliseconds,
 		// @linear/sdk's LinearWebhooks allows one minute.
 		Tolerance: time.Minute,
-		// Linear-Delivery is unsigned and each attempt re-stamps the body,
-		// so the id is made of the signed fields that name the change.
-		EventID:     Source{Field: "webhookId,type,action,data.id,createdAt"},
+		// Linear-Delivery is unsigned and each attempt may re-stamp
+		// webhookTimestamp: the id is the digest of the body without it.
+		DigestOmits: []string{"webhookTimestamp"},
 		EventType:   Source{Field: "type"},
 		ObjectField: "data.id",
 		ResultTTL:   48 * time.Hour,
@@ -160,8 +160,10 @@ var presets = map[string]Preset{
 		Algorithm:       SHA256, Encoding: Base64,
 		Layout:    "{method}{url}{body}{timestamp}",
 		Tolerance: DefaultTolerance,
-		ResultTTL: 48 * time.Hour,
-		Retries:   "up to 10 retries over 24 hours: https://developers.hubspot.com/docs/guides/api/app-management/webhooks#retries",
+		// The body is an array of events; each retry raises attemptNumber.
+		DigestOmits: []string{"attemptNumber"},
+		ResultTTL:   48 * time.Hour,
+		Retries:     "up to 10 retries over 24 hours: https://developers.hubspot.com/docs/guides/api/app-management/webhooks#retries",
 	},
 	"sendgrid": {
 		Name: "sendgrid", Family: FamilyPublicKey,
@@ -203,6 +205,7 @@ var presets = map[string]Preset{
 		Name: "woocommerce", Family: FamilyBodyHMAC,
 		// https://woocommerce.github.io/woocommerce-rest-api-docs/#webhooks
 		SignatureHeader: "x-wc-webhook-signature",
+		SecretFormat:    SecretHTMLSpecialChars,
 		Algorithm:       SHA256, Encoding: Base64,
 		Layout:      "{body}",
 		EventType:   Source{Header: "x-wc-webhook-topic"},

@@ -90,6 +90,10 @@ const (
 	// SecretWhsec decodes the base64 after an optional "whsec_" prefix, as
 	// Standard Webhooks secrets are written.
 	SecretWhsec SecretFormat = "whsec"
+	// SecretHTMLSpecialChars decodes &amp; &quot; &#039; &lt; &gt; in the
+	// secret first, as WooCommerce does (wp_specialchars_decode) with the
+	// secret it stored.
+	SecretHTMLSpecialChars SecretFormat = "html-specialchars"
 )
 
 // HandshakeKind names a sender's endpoint-validation exchange, answered by
@@ -185,6 +189,11 @@ type Preset struct {
 	// senders whose own id is unsigned. It is always derived from signed
 	// bytes.
 	EventID Source
+	// DigestOmits names JSON members (at any depth) left out of a digest
+	// event id, for senders that re-stamp each attempt of one event
+	// (Linear's webhookTimestamp, HubSpot's attemptNumber). The digest is
+	// then taken over the body re-encoded without them.
+	DigestOmits []string
 	// EventType is where the event type comes from. A header outside the
 	// signature is allowed and reported in Delivery.Unsigned.
 	EventType Source

@@ -198,10 +198,17 @@ func (v *Verifier) headerSigned(name string) bool {
 // one delivery (a retry re-signs with a new timestamp) and for every spelling
 // of it that verifies (a reordered form body, another port).
 func (v *Verifier) digestID(r Request) (string, error) {
+	body := r.Body
+	if len(v.preset.DigestOmits) > 0 {
+		var err error
+		if body, err = omitMembers(r.Body, v.preset.DigestOmits); err != nil {
+			return "", err
+		}
+	}
 	var content []byte
 	switch v.preset.Family {
 	case FamilyToken, FamilyBodySignature, FamilyPublicKey:
-		content = r.Body
+		content = body
 	default:
 		vals, err := v.signedValues(r, "")
 		if err != nil {
@@ -210,8 +217,42 @@ func (v *Verifier) digestID(r Request) (string, error) {
 		if layoutUses(v.layout, "url") {
 			vals.url = []byte(urlWithoutPort(r.URL))
 		}
+		vals.body = body
 		content = render(v.layout, vals)
 	}
 	sum := sha256.Sum256(content)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// omitMembers re-encodes a JSON body without the named members, at any
+// depth.
+func omitMembers(body []byte, names []string) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPayload, err)
+	}
+	var strip func(any) any
+	strip = func(x any) any {
+		switch t := x.(type) {
+		case map[string]any:
+			for _, n := range names {
+				delete(t, n)
+			}
+			for k, e := range t {
+				t[k] = strip(e)
+			}
+		case []any:
+			for i, e := range t {
+				t[i] = strip(e)
+			}
+		}
+		return x
+	}
+	out, err := json.Marshal(strip(v))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPayload, err)
+	}
+	return out, nil
 }

@@ -502,6 +502,12 @@ func (v *Verifier) addSecret(secret string) error {
 		v.keys = append(v.keys, key)
 		return nil
 	}
+	if p.SecretFormat == SecretHTMLSpecialChars {
+		secret = htmlSpecialChars.Replace(secret)
+	}
 	v.keys = append(v.keys, []byte(secret))
 	return nil
 }
+
+// htmlSpecialChars decodes what PHP's htmlspecialchars encodes (ENT_QUOTES).
+var htmlSpecialChars = strings.NewReplacer("&amp;", "&", "&quot;", `"`, "&#039;", "'", "&#39;", "'", "&lt;", "<", "&gt;", ">")

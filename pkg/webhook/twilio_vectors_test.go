@@ -31,11 +31,11 @@ var (
 		"To":      {"+18005551212"},
 	}
 	twilioParams7 = url.Values{
-		"CallSid": {"CA1234567890ABCDE"},
-		"Caller":  {"+14158675309"},
-		"Digits":  {"1234"},
-		"From":    {"+14158675309"},
-		"To":      {"+18005551212"},
+		"CallSid":               {"CA1234567890ABCDE"},
+		"Caller":                {"+14158675309"},
+		"Digits":                {"1234"},
+		"From":                  {"+14158675309"},
+		"To":                    {"+18005551212"},
 		"ReasonConferenceEnded": {"test"},
 		"Reason":                {"Participant"},
 	}

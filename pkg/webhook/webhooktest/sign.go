@@ -84,7 +84,11 @@ func Sign(p webhook.Preset, secret string, r webhook.Request) (webhook.Request, 
 			return webhook.Request{}, err
 		}
 	default:
-		sig = mac(p.Algorithm, []byte(secret), content)
+		key := secret
+		if p.SecretFormat == webhook.SecretHTMLSpecialChars {
+			key = strings.NewReplacer("&amp;", "&", "&quot;", `"`, "&#039;", "'", "&#39;", "'", "&lt;", "<", "&gt;", ">").Replace(secret)
+		}
+		sig = mac(p.Algorithm, []byte(key), content)
 		if p.SecretFormat == webhook.SecretWhsec {
 			key, err := webhook.DecodeStandardSecret(secret)
 			if err != nil {
