@@ -26,6 +26,12 @@ const (
 		`{"email":"invalid@gmail.com","event":"bounce","ip":"167.89.101.76","reason":"552 5.2.2 The email account that you tried to reach is over quota and inactive. Please direct the recipient to https://support.google.com/mail/?p=OverQuotaPerm c17si1130468pgv.34 - gsmtp","sg_event_id":"Ym91bmNlLTAtMTk5NDIxMTItcU53QkxnUFFRalc2REp2S1F3U0Fidy0w","sg_message_id":"qNwBLgPQQjW6DJvKQwSAbw.filterdrecv-canary-547b64655b-cw6zx-1-6089EA4A-56.0","smtp-id":"<qNwBLgPQQjW6DJvKQwSAbw@ismtpd0178p1mdw1.sendgrid.net>","status":"5.2.2","timestamp":1619651147,"tls":1,"type":"blocked"}]` + "\r\n"
 )
 
+const (
+	sendgridGoKey  = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEEDr2LjtURuePQzplybdC+u4CwrqDqBaWjcMMsTbhdbcwHBcepxo7yAQGhHPTnlvFYPAZFceEu/1FwCM/QmGUhA=="
+	sendgridGoSig  = "MEUCIQCtIHJeH93Y+qpYeWrySphQgpNGNr/U+UyUlBkU6n7RAwIgJTz2C+8a8xonZGi6BpSzoQsbVRamr2nlxFDWYNH2j/0="
+	sendgridGoBody = `{"category":"example_payload","event":"test_event","message_id":"message_id"}`
+)
+
 func sendgridRequest(body, sig, ts string) webhook.Request {
 	h := map[string]string{"content-type": "application/json"}
 	if sig != "" {
@@ -58,6 +64,13 @@ func TestSendGridPublishedVectors(t *testing.T) {
 		// sendgrid-go "empty timestamp"
 		{"empty timestamp", sendgridKey1, sendgridRequest(sendgridBody1, sendgridSig1, ""), webhook.ErrNotSigned},
 		{"no signature", sendgridKey1, sendgridRequest(sendgridBody1, "", sendgridTS1), webhook.ErrNotSigned},
+		// sendgrid-go at 11d4fa96, eventwebhook_test.go TestVerifySignature:
+		// testPublicKey, signature over "1588788367" and the marshalled
+		// generateTestPayload()
+		{"go 11d4fa96 valid", sendgridGoKey, sendgridRequest(sendgridGoBody, sendgridGoSig, "1588788367"), nil},
+		{"go 11d4fa96 not valid payload", sendgridGoKey, sendgridRequest("this is not valid payload for the given signature", sendgridGoSig, "1588788367"), webhook.ErrNoValidSignature},
+		{"go 11d4fa96 not valid signature", sendgridGoKey, sendgridRequest(sendgridGoBody, sendgridGoSig+"causing failure", "1588788367"), webhook.ErrInvalidHeader},
+		{"go 11d4fa96 not valid timestamp", sendgridGoKey, sendgridRequest(sendgridGoBody, sendgridGoSig, "invalid timestamp"), webhook.ErrNoValidSignature},
 	})
 }
 
