@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ type vector struct {
 }
 
 // presetVerifier returns the verifier of a named preset.
-func presetVerifier(t *testing.T, name string, secrets ...string) *webhook.Verifier {
+func presetVerifier(t testing.TB, name string, secrets ...string) *webhook.Verifier {
 	t.Helper()
 	p, ok := webhook.Lookup(name)
 	if !ok {
@@ -111,5 +112,49 @@ func TestNewVerifierRefusesMissingSecretsAndBadPresets(t *testing.T) {
 	// a corrupted key does not parse.
 	if _, err := webhook.NewVerifier(s, []string{sendgridKey1 + "corrupting the public key"}, 0); !errors.Is(err, webhook.ErrInvalidSecret) {
 		t.Errorf("corrupted ECDSA key: %v, want ErrInvalidSecret", err)
+	}
+}
+
+func TestAmbiguousBodyIDsAreRefused(t *testing.T) {
+	v := presetVerifier(t, "square", "k")
+	for name, body := range map[string]string{
+		"event_id twice":          `{"event_id":"A","event_id":"B","type":"t"}`,
+		"event_id twice, escaped": `{"event_id":"A","event_\u0069d":"B"}`,
+		"lone surrogate":          `{"event_id":"\ud800x"}`,
+		"invalid UTF-8":           "{\"event_id\":\"\xff\"}",
+		"not an object":           `["event_id"]`,
+	} {
+		_, err := v.Event(webhook.Request{Body: []byte(body)})
+		if !errors.Is(err, webhook.ErrBadPayload) {
+			t.Errorf("%s: %v, want ErrBadPayload", name, err)
+		}
+	}
+	if _, err := v.Event(webhook.Request{Body: []byte(`{"type":"t"}`)}); !errors.Is(err, webhook.ErrNoEventID) {
+		t.Errorf("no event_id: %v, want ErrNoEventID", err)
+	}
+	// A duplicate elsewhere in the body does not matter to the id.
+	d, err := v.Event(webhook.Request{Body: []byte(`{"event_id":"A","data":{"x":1,"x":2}}`)})
+	if err != nil || d.ID != "A" {
+		t.Errorf("duplicate outside the id path: %+v, %v", d, err)
+	}
+}
+
+func TestVerifyErrorsNeverQuoteTheHeader(t *testing.T) {
+	v := presetVerifier(t, "paddle", "k")
+	huge := "ts=1;h1=" + strings.Repeat("A", 500_000)
+	err := v.Verify(webhook.Request{Headers: map[string]string{"paddle-signature": huge}, Body: []byte("{}"), Now: time.Unix(1, 0)})
+	if err == nil || len(err.Error()) > 256 {
+		t.Fatalf("error of %d bytes", len(err.Error()))
+	}
+}
+
+func TestSecretsRotate(t *testing.T) {
+	// The Square vector verifies when its key is any of the configured ones.
+	v := presetVerifier(t, "square", "old-key", squareKey)
+	if err := v.Verify(squareRequest(squareURL, squareBody, squareSig)); err != nil {
+		t.Fatal(err)
+	}
+	if v.DefaultResultTTL() != 72*time.Hour || v.Preset().Name != "square" {
+		t.Fatalf("ttl %s, preset %q", v.DefaultResultTTL(), v.Preset().Name)
 	}
 }

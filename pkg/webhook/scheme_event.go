@@ -145,6 +145,10 @@ func (v *Verifier) Event(r Request) (Delivery, error) {
 	if len(d.ID) > maxEventIDLen {
 		return Delivery{}, fmt.Errorf("%w: event id longer than %d bytes", ErrBadPayload, maxEventIDLen)
 	}
+	if !utf8.ValidString(d.ID) {
+		// Distinct ids must not collapse into one key when decoded.
+		return Delivery{}, fmt.Errorf("%w: event id is not valid UTF-8", ErrBadPayload)
+	}
 	switch {
 	case p.EventType.Field != "":
 		t, err := fieldsText(r.Body, p.EventType.Field)
@@ -153,7 +157,7 @@ func (v *Verifier) Event(r Request) (Delivery, error) {
 		}
 		d.Type = t
 	case p.EventType.Header != "":
-		d.Type = header(r.Headers, p.EventType.Header)
+		d.Type = strings.ToValidUTF8(header(r.Headers, p.EventType.Header), "\uFFFD")
 		if !v.headerSigned(p.EventType.Header) && d.Type != "" {
 			d.Unsigned = append(d.Unsigned, "type")
 		}
