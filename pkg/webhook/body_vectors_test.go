@@ -219,3 +219,16 @@ func TestBodyHMACSelfComputedVectors(t *testing.T) {
 		}
 	}
 }
+
+// HubSpot signs the URI with some percent-encodings decoded
+// (https://developers.hubspot.com/docs/guides/apps/authentication/validating-requests#validate-the-v3-request-signature).
+// The signature below was computed outside Go (Python's hmac) over the
+// decoded URI.
+func TestHubSpotSignsTheDecodedURI(t *testing.T) {
+	r := headerRequest(`{"x":1}`, "x-hubspot-signature-v3", "ZKXlInnBWCWZzpx1qPfwoQpg7Wi8ovkYT9KGt2ggnTU=", "x-hubspot-request-timestamp", "1693657560000")
+	r.URL = "https://www.example.com/webhook_uri?redirect=https%3A%2F%2Fx.example%2Fa%281%29"
+	r.Now = time.UnixMilli(1693657560000)
+	if err := presetVerifier(t, "hubspot", "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy").Verify(r); err != nil {
+		t.Fatal(err)
+	}
+}

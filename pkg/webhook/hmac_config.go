@@ -84,23 +84,23 @@ func HMACPresetFromEnv(getenv func(string) string) (Preset, error) {
 		return Preset{}, setting.Errorf(HMACHeaderSetting, "required with WEBHOOK_PROVIDER=hmac: the header carrying the signature")
 	}
 	var err error
-	if p.Algorithm, err = oneOf(HMACAlgorithmSetting, get(HMACAlgorithmSetting), SHA256, SHA1, SHA256, SHA512); err != nil {
+	if p.Algorithm, err = settingOneOf(HMACAlgorithmSetting, get(HMACAlgorithmSetting), SHA256, SHA1, SHA256, SHA512); err != nil {
 		return Preset{}, err
 	}
-	if p.Encoding, err = oneOf(HMACEncodingSetting, get(HMACEncodingSetting), Hex, Hex, Base64); err != nil {
+	if p.Encoding, err = settingOneOf(HMACEncodingSetting, get(HMACEncodingSetting), Hex, Hex, Base64); err != nil {
 		return Preset{}, err
 	}
-	if p.TimestampFormat, err = oneOf(HMACTimestampFormatSetting, get(HMACTimestampFormatSetting), UnixSeconds, UnixSeconds, UnixMilliseconds, RFC3339); err != nil {
+	if p.TimestampFormat, err = settingOneOf(HMACTimestampFormatSetting, get(HMACTimestampFormatSetting), UnixSeconds, UnixSeconds, UnixMilliseconds, RFC3339); err != nil {
 		return Preset{}, err
 	}
-	secretFormat, err := oneOf(HMACSecretFormatSetting, get(HMACSecretFormatSetting), "raw", "raw", "whsec")
+	secretFormat, err := settingOneOf(HMACSecretFormatSetting, get(HMACSecretFormatSetting), "raw", "raw", "whsec")
 	if err != nil {
 		return Preset{}, err
 	}
 	if secretFormat == "whsec" {
 		p.SecretFormat = SecretWhsec
 	}
-	hf, err := parseHeaderFormat(p.HeaderFormat)
+	hf, err := schemeParseHeaderFormat(p.HeaderFormat)
 	if err != nil {
 		return Preset{}, setting.Errorf(HMACHeaderFormatSetting, "%v", err)
 	}
@@ -118,30 +118,30 @@ func HMACPresetFromEnv(getenv func(string) string) (Preset, error) {
 			p.Layout = "{body}"
 		}
 	}
-	layout, err := parseLayout(p.Layout)
+	layout, err := schemeParseLayout(p.Layout)
 	if err != nil {
 		return Preset{}, setting.Errorf(HMACLayoutSetting, "%v", err)
 	}
-	if layoutUses(layout, "timestamp") && !signsTimestamp {
+	if schemeLayoutUses(layout, "timestamp") && !signsTimestamp {
 		return Preset{}, setting.Errorf(HMACLayoutSetting, "{timestamp} needs %s or a header format with {timestamp}", HMACTimestampHeaderSetting)
 	}
-	if signsTimestamp && !layoutUses(layout, "timestamp") {
+	if signsTimestamp && !schemeLayoutUses(layout, "timestamp") {
 		return Preset{}, setting.Errorf(HMACLayoutSetting, "a timestamp is configured but the layout does not sign it: add {timestamp}")
 	}
-	if layoutUses(layout, "id") != (p.IDHeader != "") {
+	if schemeLayoutUses(layout, "id") != (p.IDHeader != "") {
 		return Preset{}, setting.Errorf(HMACLayoutSetting, "{id} and %s go together", HMACIDHeaderSetting)
 	}
 	switch {
-	case layoutUses(layout, "url"):
+	case schemeLayoutUses(layout, "url"):
 		p.Family = FamilyURLHMAC
-	case layoutUses(layout, "id"):
+	case schemeLayoutUses(layout, "id"):
 		p.Family = FamilyMessageHMAC
-	case layoutUses(layout, "timestamp"):
+	case schemeLayoutUses(layout, "timestamp"):
 		p.Family = FamilyTimestampHMAC
 	default:
 		p.Family = FamilyBodyHMAC
 	}
-	if p.Tolerance, err = durationSetting(getenv, HMACToleranceSetting, 0); err != nil {
+	if p.Tolerance, err = schemeDurationSetting(getenv, HMACToleranceSetting, 0); err != nil {
 		return Preset{}, err
 	}
 	if get(HMACToleranceSetting) == "" && signsTimestamp {
@@ -150,7 +150,7 @@ func HMACPresetFromEnv(getenv func(string) string) (Preset, error) {
 	if p.Tolerance > 0 && !signsTimestamp {
 		return Preset{}, setting.Errorf(HMACToleranceSetting, "a tolerance needs a signed timestamp (%s or a header format with {timestamp})", HMACTimestampHeaderSetting)
 	}
-	if p.ResultTTL, err = durationSetting(getenv, HMACResultTTLSetting, hmacDefaultResultTTL); err != nil {
+	if p.ResultTTL, err = schemeDurationSetting(getenv, HMACResultTTLSetting, hmacDefaultResultTTL); err != nil {
 		return Preset{}, err
 	}
 	if p.ResultTTL <= 0 {
@@ -184,8 +184,8 @@ func HMACPresetFromEnv(getenv func(string) string) (Preset, error) {
 	return p, nil
 }
 
-// oneOf reads an enumerated setting: def when empty, else one of allowed.
-func oneOf[T ~string](name, value string, def T, allowed ...T) (T, error) {
+// settingOneOf reads an enumerated setting: def when empty, else one of allowed.
+func settingOneOf[T ~string](name, value string, def T, allowed ...T) (T, error) {
 	if value == "" {
 		return def, nil
 	}
@@ -200,8 +200,8 @@ func oneOf[T ~string](name, value string, def T, allowed ...T) (T, error) {
 	return v, nil
 }
 
-// durationSetting reads a Go duration setting; def when empty.
-func durationSetting(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+// schemeDurationSetting reads a Go duration setting; def when empty.
+func schemeDurationSetting(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
 	raw := strings.TrimSpace(getenv(name))
 	if raw == "" {
 		return def, nil

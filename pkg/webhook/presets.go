@@ -158,8 +158,9 @@ var presets = map[string]Preset{
 		TimestampHeader: "x-hubspot-request-timestamp",
 		TimestampFormat: UnixMilliseconds,
 		Algorithm:       SHA256, Encoding: Base64,
-		Layout:    "{method}{url}{body}{timestamp}",
-		Tolerance: DefaultTolerance,
+		Layout:            "{method}{url}{body}{timestamp}",
+		URLDecodeReserved: true,
+		Tolerance:         DefaultTolerance,
 		// The body is an array of events; each retry raises attemptNumber.
 		DigestOmits: []string{"attemptNumber"},
 		ResultTTL:   48 * time.Hour,

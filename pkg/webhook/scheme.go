@@ -170,6 +170,10 @@ type Preset struct {
 	// of a JSON body when the URL, not the body, is signed (Twilio's
 	// bodySHA256).
 	BodyHashParam string
+	// URLDecodeReserved makes the signed URL the request URL with the
+	// percent-encodings of : / ? @ ! $ ' ( ) * , ; decoded, as HubSpot signs
+	// it.
+	URLDecodeReserved bool
 	// Layout is the signed content, a template of literal text and the
 	// placeholders {body}, {timestamp}, {id}, {url}, {method}, {form} (the
 	// form body's parameters sorted by name, each name followed by its
@@ -281,11 +285,11 @@ func NewVerifier(p Preset, secrets []string, tolerance time.Duration) (*Verifier
 	}
 	var err error
 	if p.Family != FamilyToken {
-		if v.layout, err = parseLayout(p.Layout); err != nil {
+		if v.layout, err = schemeParseLayout(p.Layout); err != nil {
 			return nil, fmt.Errorf("preset %s: %w", p.Name, err)
 		}
 	}
-	if v.header, err = parseHeaderFormat(p.HeaderFormat); err != nil {
+	if v.header, err = schemeParseHeaderFormat(p.HeaderFormat); err != nil {
 		return nil, fmt.Errorf("preset %s: %w", p.Name, err)
 	}
 	for i, s := range secrets {

@@ -7,34 +7,35 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
 
-// errNoField means a JSON path names no member.
-var errNoField = errors.New("no such field")
+// errSchemeNoField means a JSON path names no member.
+var errSchemeNoField = errors.New("no such field")
 
-// maxEventIDLen bounds an event id read from a body.
-const maxEventIDLen = 512
+// maxPresetEventIDLen bounds an event id read from a body.
+const maxPresetEventIDLen = 512
 
-// jsonPathText returns the string or number at a dotted path of a JSON
+// schemeJSONPath returns the string or number at a dotted path of a JSON
 // object, as text. A member that appears twice on the path, or a string that
 // is not valid UTF-8 (a lone surrogate escape included), is ErrBadPayload:
 // two readers of the body could otherwise disagree on which value is meant.
-func jsonPathText(body []byte, path string) (string, error) {
+func schemeJSONPath(body []byte, path string) (string, error) {
 	raw := json.RawMessage(body)
 	for key := range strings.SplitSeq(path, ".") {
-		member, err := uniqueMember(raw, key)
+		member, err := schemeMember(raw, key)
 		if err != nil {
 			return "", err
 		}
 		raw = member
 	}
-	return scalarText(raw)
+	return schemeScalar(raw)
 }
 
-// uniqueMember returns the value of member key of a JSON object.
-func uniqueMember(obj []byte, key string) (json.RawMessage, error) {
+// schemeMember returns the value of member key of a JSON object.
+func schemeMember(obj []byte, key string) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -63,15 +64,15 @@ func uniqueMember(obj []byte, key string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%w: %v", ErrBadPayload, err)
 	}
 	if found == nil {
-		return nil, fmt.Errorf("%w %q", errNoField, key)
+		return nil, fmt.Errorf("%w %q", errSchemeNoField, key)
 	}
 	return found, nil
 }
 
-// scalarText returns a JSON string's value or a number's digits.
-func scalarText(raw json.RawMessage) (string, error) {
+// schemeScalar returns a JSON string's value or a number's digits.
+func schemeScalar(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 {
-		return "", errNoField
+		return "", errSchemeNoField
 	}
 	switch {
 	case raw[0] == '"':
@@ -83,7 +84,7 @@ func scalarText(raw json.RawMessage) (string, error) {
 			return "", fmt.Errorf("%w: string is not valid UTF-8", ErrBadPayload)
 		}
 		if s == "" {
-			return "", fmt.Errorf("%w: empty string", errNoField)
+			return "", fmt.Errorf("%w: empty string", errSchemeNoField)
 		}
 		return s, nil
 	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
@@ -96,12 +97,12 @@ func scalarText(raw json.RawMessage) (string, error) {
 	return "", fmt.Errorf("%w: not a string or a number", ErrBadPayload)
 }
 
-// fieldsText reads a Source.Field: one path, or several comma-separated
+// schemeFields reads a Source.Field: one path, or several comma-separated
 // paths joined with "|".
-func fieldsText(body []byte, fields string) (string, error) {
+func schemeFields(body []byte, fields string) (string, error) {
 	var parts []string
 	for path := range strings.SplitSeq(fields, ",") {
-		s, err := jsonPathText(body, strings.TrimSpace(path))
+		s, err := schemeJSONPath(body, strings.TrimSpace(path))
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", path, err)
 		}
@@ -122,7 +123,7 @@ func (v *Verifier) Event(r Request) (Delivery, error) {
 	var d Delivery
 	switch {
 	case p.EventID.Field != "":
-		id, err := fieldsText(r.Body, p.EventID.Field)
+		id, err := schemeFields(r.Body, p.EventID.Field)
 		if err != nil {
 			if errors.Is(err, ErrBadPayload) {
 				return Delivery{}, err
@@ -142,8 +143,8 @@ func (v *Verifier) Event(r Request) (Delivery, error) {
 		}
 		d.ID = id
 	}
-	if len(d.ID) > maxEventIDLen {
-		return Delivery{}, fmt.Errorf("%w: event id longer than %d bytes", ErrBadPayload, maxEventIDLen)
+	if len(d.ID) > maxPresetEventIDLen {
+		return Delivery{}, fmt.Errorf("%w: event id longer than %d bytes", ErrBadPayload, maxPresetEventIDLen)
 	}
 	if !utf8.ValidString(d.ID) {
 		// Distinct ids must not collapse into one key when decoded.
@@ -151,7 +152,7 @@ func (v *Verifier) Event(r Request) (Delivery, error) {
 	}
 	switch {
 	case p.EventType.Field != "":
-		t, err := fieldsText(r.Body, p.EventType.Field)
+		t, err := schemeFields(r.Body, p.EventType.Field)
 		if errors.Is(err, ErrBadPayload) {
 			return Delivery{}, err
 		}
@@ -163,15 +164,15 @@ func (v *Verifier) Event(r Request) (Delivery, error) {
 		}
 	}
 	if p.ObjectField != "" {
-		obj, err := fieldsText(r.Body, p.ObjectField)
+		obj, err := schemeFields(r.Body, p.ObjectField)
 		if errors.Is(err, ErrBadPayload) {
 			return Delivery{}, err
 		}
 		d.ObjectID = obj
 	}
-	if p.Family == FamilyToken || (p.Family == FamilyBodySignature && p.ObjectField != "") {
-		// A token binds nothing; Mailgun signs the token, not the event.
-		if d.Type != "" && !contains(d.Unsigned, "type") {
+	if p.Family == FamilyToken || p.Family == FamilyBodySignature {
+		// A token binds nothing; Mailgun signs its token, not the event.
+		if d.Type != "" && !slices.Contains(d.Unsigned, "type") {
 			d.Unsigned = append(d.Unsigned, "type")
 		}
 		if d.ObjectID != "" {
@@ -181,20 +182,11 @@ func (v *Verifier) Event(r Request) (Delivery, error) {
 	return d, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // headerSigned reports whether the signature covers header name.
 func (v *Verifier) headerSigned(name string) bool {
 	p := v.preset
-	return (name == p.IDHeader && layoutUses(v.layout, "id")) ||
-		(name == p.TimestampHeader && layoutUses(v.layout, "timestamp"))
+	return (name == p.IDHeader && schemeLayoutUses(v.layout, "id")) ||
+		(name == p.TimestampHeader && schemeLayoutUses(v.layout, "timestamp"))
 }
 
 // digestID is "sha256:" and the hex SHA-256 of the signed content rendered
@@ -205,7 +197,7 @@ func (v *Verifier) digestID(r Request) (string, error) {
 	body := r.Body
 	if len(v.preset.DigestOmits) > 0 {
 		var err error
-		if body, err = omitMembers(r.Body, v.preset.DigestOmits); err != nil {
+		if body, err = schemeOmit(r.Body, v.preset.DigestOmits); err != nil {
 			return "", err
 		}
 	}
@@ -218,19 +210,23 @@ func (v *Verifier) digestID(r Request) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if layoutUses(v.layout, "url") {
-			vals.url = []byte(urlWithoutPort(r.URL))
+		if schemeLayoutUses(v.layout, "url") {
+			u := schemeURLWithoutPort(r.URL)
+			if v.preset.URLDecodeReserved {
+				u = DecodeReservedURL(u)
+			}
+			vals.url = []byte(u)
 		}
 		vals.body = body
-		content = render(v.layout, vals)
+		content = renderLayout(v.layout, vals)
 	}
 	sum := sha256.Sum256(content)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// omitMembers re-encodes a JSON body without the named members, at any
+// schemeOmit re-encodes a JSON body without the named members, at any
 // depth.
-func omitMembers(body []byte, names []string) ([]byte, error) {
+func schemeOmit(body []byte, names []string) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any

@@ -18,9 +18,9 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 	switch v.preset.Handshake {
 	case HandshakeDiscordPing:
 		// https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-acknowledging-ping-requests
-		t, err := jsonPathText(r.Body, "type")
+		t, err := schemeJSONPath(r.Body, "type")
 		if err != nil {
-			return nil, false, noFieldIsNotBad(err)
+			return nil, false, schemeNoFieldIsNotBad(err)
 		}
 		if t != "1" {
 			return nil, false, nil
@@ -28,11 +28,11 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 		return &Handshake{ContentType: "application/json", Body: []byte(`{"type":1}`)}, true, nil
 	case HandshakeZoomURLValidation:
 		// https://developers.zoom.us/docs/api/webhooks/#validate-your-webhook-endpoint
-		ev, err := jsonPathText(r.Body, "event")
+		ev, err := schemeJSONPath(r.Body, "event")
 		if err != nil || ev != "endpoint.url_validation" {
-			return nil, false, noFieldIsNotBad(err)
+			return nil, false, schemeNoFieldIsNotBad(err)
 		}
-		plain, err := jsonPathText(r.Body, "payload.plainToken")
+		plain, err := schemeJSONPath(r.Body, "payload.plainToken")
 		if err != nil {
 			return nil, true, fmt.Errorf("%w: endpoint.url_validation without payload.plainToken: %w", ErrBadPayload, err)
 		}
@@ -45,7 +45,7 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 		body, err := json.Marshal(struct {
 			PlainToken     string `json:"plainToken"`
 			EncryptedToken string `json:"encryptedToken"`
-		}{plain, hex.EncodeToString(macOf(SHA256, v.keys[i], []byte(plain)))})
+		}{plain, hex.EncodeToString(schemeMAC(SHA256, v.keys[i], []byte(plain)))})
 		if err != nil {
 			return nil, true, fmt.Errorf("%w: %v", ErrBadPayload, err)
 		}
@@ -54,7 +54,7 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 		// https://dev.twitch.tv/docs/eventsub/handling-webhook-events/#responding-to-a-challenge-request
 		// The challenge is in the signed body; the message-type header is
 		// not signed, so either one makes this a handshake.
-		challenge, err := jsonPathText(r.Body, "challenge")
+		challenge, err := schemeJSONPath(r.Body, "challenge")
 		if err != nil {
 			if header(r.Headers, TwitchMessageTypeHeader) == "webhook_callback_verification" || errors.Is(err, ErrBadPayload) {
 				return nil, true, fmt.Errorf("%w: webhook_callback_verification without a challenge: %w", ErrBadPayload, err)
@@ -66,9 +66,9 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 	return nil, false, nil
 }
 
-// noFieldIsNotBad drops a missing-field error (not a handshake) and keeps an
+// schemeNoFieldIsNotBad drops a missing-field error (not a handshake) and keeps an
 // ambiguous body's.
-func noFieldIsNotBad(err error) error {
+func schemeNoFieldIsNotBad(err error) error {
 	if err == nil || !errors.Is(err, ErrBadPayload) {
 		return nil
 	}

@@ -27,8 +27,8 @@ type layoutPart struct {
 
 var layoutPlaceholders = []string{"body", "timestamp", "id", "url", "method", "form", "token"}
 
-// parseLayout splits a Layout into literals and placeholders.
-func parseLayout(layout string) ([]layoutPart, error) {
+// schemeParseLayout splits a Layout into literals and placeholders.
+func schemeParseLayout(layout string) ([]layoutPart, error) {
 	if layout == "" {
 		return nil, errors.New("empty layout")
 	}
@@ -57,8 +57,8 @@ func parseLayout(layout string) ([]layoutPart, error) {
 	return parts, nil
 }
 
-// layoutUses reports whether the layout has the placeholder name.
-func layoutUses(parts []layoutPart, name string) bool {
+// schemeLayoutUses reports whether the layout has the placeholder name.
+func schemeLayoutUses(parts []layoutPart, name string) bool {
 	return slices.ContainsFunc(parts, func(p layoutPart) bool { return p.placeholder == name })
 }
 
@@ -67,8 +67,8 @@ type signedValues struct {
 	body, timestamp, id, url, method, form, token []byte
 }
 
-// render writes the signed content.
-func render(parts []layoutPart, vals signedValues) []byte {
+// renderLayout writes the signed content.
+func renderLayout(parts []layoutPart, vals signedValues) []byte {
 	var out []byte
 	for _, p := range parts {
 		switch p.placeholder {
@@ -101,9 +101,9 @@ type headerFormat struct {
 	signatureKey string
 }
 
-// parseHeaderFormat parses "<tkey>={timestamp}<sep><skey>={signature}" (in
+// schemeParseHeaderFormat parses "<tkey>={timestamp}<sep><skey>={signature}" (in
 // either order), or "" for a bare signature.
-func parseHeaderFormat(format string) (headerFormat, error) {
+func schemeParseHeaderFormat(format string) (headerFormat, error) {
 	if format == "" || format == "{signature}" {
 		return headerFormat{}, nil
 	}
@@ -141,17 +141,17 @@ type parsedSignature struct {
 	signatures [][]byte
 }
 
-// parseSignatureHeader reads the signatures (and, in a keyed list, the
+// schemeParseSignature reads the signatures (and, in a keyed list, the
 // timestamp) from a signature header value. Malformed entries of a keyed
 // list are skipped, as the senders' SDKs skip them; a bare signature that
 // does not decode is an error.
-func parseSignatureHeader(value string, f headerFormat, prefix string, enc Encoding, size int) (parsedSignature, error) {
+func schemeParseSignature(value string, f headerFormat, prefix string, enc Encoding, size int) (parsedSignature, error) {
 	if f.separator == "" {
 		encoded, ok := strings.CutPrefix(value, prefix)
 		if !ok {
 			return parsedSignature{}, fmt.Errorf("%w: signature does not start with %q", ErrInvalidHeader, prefix)
 		}
-		sig, ok := decodeSignature(encoded, enc, size)
+		sig, ok := schemeDecodeSig(encoded, enc, size)
 		if !ok {
 			return parsedSignature{}, fmt.Errorf("%w: signature is not a %s MAC of %d bytes", ErrInvalidHeader, enc, size)
 		}
@@ -173,7 +173,7 @@ func parseSignatureHeader(value string, f headerFormat, prefix string, enc Encod
 			if len(out.signatures) == maxSignatureEntries {
 				continue
 			}
-			if sig, ok := decodeSignature(strings.TrimPrefix(val, prefix), enc, size); ok {
+			if sig, ok := schemeDecodeSig(strings.TrimPrefix(val, prefix), enc, size); ok {
 				out.signatures = append(out.signatures, sig)
 			}
 		}
@@ -187,9 +187,9 @@ func parseSignatureHeader(value string, f headerFormat, prefix string, enc Encod
 	return out, nil
 }
 
-// decodeSignature decodes a signature of size bytes; only the canonical
+// schemeDecodeSig decodes a signature of size bytes; only the canonical
 // encoding passes (padded standard base64, hex of either case).
-func decodeSignature(s string, enc Encoding, size int) ([]byte, bool) {
+func schemeDecodeSig(s string, enc Encoding, size int) ([]byte, bool) {
 	switch enc {
 	case Hex:
 		if len(s) != 2*size {
@@ -207,8 +207,8 @@ func decodeSignature(s string, enc Encoding, size int) ([]byte, bool) {
 	return nil, false
 }
 
-// newHash returns the hash constructor of an HMAC algorithm.
-func newHash(a Algorithm) func() hash.Hash {
+// schemeHash returns the hash constructor of an HMAC algorithm.
+func schemeHash(a Algorithm) func() hash.Hash {
 	switch a {
 	case SHA1:
 		return sha1.New
@@ -219,23 +219,23 @@ func newHash(a Algorithm) func() hash.Hash {
 	}
 }
 
-// macOf is the HMAC of content under key with the preset's algorithm.
-func macOf(a Algorithm, key, content []byte) []byte {
-	m := hmac.New(newHash(a), key)
+// schemeMAC is the HMAC of content under key with the preset's algorithm.
+func schemeMAC(a Algorithm, key, content []byte) []byte {
+	m := hmac.New(schemeHash(a), key)
 	m.Write(content)
 	return m.Sum(nil)
 }
 
-// parseSignedTimestamp parses a signed timestamp in the preset's format.
+// schemeParseTimestamp parses a signed timestamp in the preset's format.
 // Decimal formats accept only canonical digits (no sign, no leading zero),
 // so the string signed and the time checked cannot disagree.
-func parseSignedTimestamp(s string, f TimestampFormat) (time.Time, bool) {
+func schemeParseTimestamp(s string, f TimestampFormat) (time.Time, bool) {
 	switch f {
 	case RFC3339:
 		t, err := time.Parse(time.RFC3339Nano, s)
 		return t, err == nil
 	case UnixMilliseconds:
-		if !canonicalDecimal(s) {
+		if !schemeDecimal(s) {
 			return time.Time{}, false
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -245,9 +245,9 @@ func parseSignedTimestamp(s string, f TimestampFormat) (time.Time, bool) {
 	}
 }
 
-// canonicalDecimal reports a non-empty run of digits without a leading zero,
+// schemeDecimal reports a non-empty run of digits without a leading zero,
 // short enough for int64.
-func canonicalDecimal(s string) bool {
+func schemeDecimal(s string) bool {
 	if s == "" || len(s) > 18 || (s[0] == '0' && len(s) > 1) {
 		return false
 	}
@@ -273,7 +273,7 @@ func (v *Verifier) signedTimestamp(r Request, fromSignature string) (string, err
 		}
 		return ts, nil
 	case p.TimestampField != "":
-		ts, err := jsonPathText(r.Body, p.TimestampField)
+		ts, err := schemeJSONPath(r.Body, p.TimestampField)
 		if err != nil {
 			return "", fmt.Errorf("%w: %s: %w", ErrNotSigned, p.TimestampField, err)
 		}
@@ -287,14 +287,14 @@ func (v *Verifier) checkSignedTimestamp(ts string, now time.Time) error {
 	if v.tolerance <= 0 || ts == "" {
 		return nil
 	}
-	signedAt, ok := parseSignedTimestamp(ts, v.preset.TimestampFormat)
+	signedAt, ok := schemeParseTimestamp(ts, v.preset.TimestampFormat)
 	if !ok {
-		return fmt.Errorf("%w: timestamp is not %s", ErrInvalidHeader, orDefault(string(v.preset.TimestampFormat), string(UnixSeconds)))
+		return fmt.Errorf("%w: timestamp is not %s", ErrInvalidHeader, schemeOr(string(v.preset.TimestampFormat), string(UnixSeconds)))
 	}
 	return checkTolerance(signedAt, now, v.tolerance)
 }
 
-func orDefault(s, def string) string {
+func schemeOr(s, def string) string {
 	if s == "" {
 		return def
 	}
@@ -302,7 +302,7 @@ func orDefault(s, def string) string {
 }
 
 // macSize is the MAC length of the preset's algorithm.
-func (v *Verifier) macSize() int { return newHash(v.preset.Algorithm)().Size() }
+func (v *Verifier) macSize() int { return schemeHash(v.preset.Algorithm)().Size() }
 
 // verifyHMAC verifies the four HMAC families.
 func (v *Verifier) verifyHMAC(r Request) (int, error) {
@@ -311,7 +311,7 @@ func (v *Verifier) verifyHMAC(r Request) (int, error) {
 	if raw == "" {
 		return -1, fmt.Errorf("%w: no %s header", ErrNotSigned, p.SignatureHeader)
 	}
-	sig, err := parseSignatureHeader(raw, v.header, p.Prefix, p.Encoding, v.macSize())
+	sig, err := schemeParseSignature(raw, v.header, p.Prefix, p.Encoding, v.macSize())
 	if err != nil {
 		return -1, fmt.Errorf("%s: %w", p.SignatureHeader, err)
 	}
@@ -328,7 +328,7 @@ func (v *Verifier) verifyHMAC(r Request) (int, error) {
 	}
 	for i, key := range v.keys {
 		for _, content := range contents {
-			expected := macOf(p.Algorithm, key, content)
+			expected := schemeMAC(p.Algorithm, key, content)
 			for _, s := range sig.signatures {
 				if hmac.Equal(expected, s) {
 					return i, nil
@@ -347,13 +347,16 @@ func (v *Verifier) signedContents(r Request, ts string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !layoutUses(v.layout, "url") {
-		return [][]byte{render(v.layout, vals)}, nil
+	if !schemeLayoutUses(v.layout, "url") {
+		return [][]byte{renderLayout(v.layout, vals)}, nil
 	}
 	var out [][]byte
-	for _, u := range urlSpellings(r.URL) {
+	for _, u := range schemeURLSpellings(r.URL) {
+		if v.preset.URLDecodeReserved {
+			u = DecodeReservedURL(u)
+		}
 		vals.url = []byte(u)
-		out = append(out, render(v.layout, vals))
+		out = append(out, renderLayout(v.layout, vals))
 	}
 	return out, nil
 }
@@ -361,27 +364,27 @@ func (v *Verifier) signedContents(r Request, ts string) ([][]byte, error) {
 // signedValues fills the placeholders of the layout from r.
 func (v *Verifier) signedValues(r Request, ts string) (signedValues, error) {
 	p := v.preset
-	vals := signedValues{body: r.Body, timestamp: []byte(ts), method: []byte(orDefault(r.Method, "POST"))}
-	if layoutUses(v.layout, "id") {
+	vals := signedValues{body: r.Body, timestamp: []byte(ts), method: []byte(schemeOr(r.Method, "POST"))}
+	if schemeLayoutUses(v.layout, "id") {
 		id := header(r.Headers, p.IDHeader)
 		if id == "" {
 			return vals, fmt.Errorf("%w: no %s header", ErrNotSigned, p.IDHeader)
 		}
 		vals.id = []byte(id)
 	}
-	if layoutUses(v.layout, "url") {
+	if schemeLayoutUses(v.layout, "url") {
 		if r.URL == "" {
 			return vals, ErrNoPublicURL
 		}
 		vals.url = []byte(r.URL)
-		if p.BodyHashParam != "" && !isFormBody(r.Headers) {
-			if err := checkBodyHash(r.URL, p.BodyHashParam, r.Body); err != nil {
+		if p.BodyHashParam != "" && !schemeFormBody(r.Headers) {
+			if err := schemeCheckBodyHash(r.URL, p.BodyHashParam, r.Body); err != nil {
 				return vals, err
 			}
 		}
 	}
-	if layoutUses(v.layout, "form") && isFormBody(r.Headers) {
-		form, err := canonicalForm(r.Body)
+	if schemeLayoutUses(v.layout, "form") && schemeFormBody(r.Headers) {
+		form, err := schemeCanonicalForm(r.Body)
 		if err != nil {
 			return vals, err
 		}
@@ -390,8 +393,8 @@ func (v *Verifier) signedValues(r Request, ts string) (signedValues, error) {
 	return vals, nil
 }
 
-// isFormBody reports an application/x-www-form-urlencoded content type.
-func isFormBody(headers map[string]string) bool {
+// schemeFormBody reports an application/x-www-form-urlencoded content type.
+func schemeFormBody(headers map[string]string) bool {
 	mt, _, err := mime.ParseMediaType(header(headers, "content-type"))
 	return err == nil && mt == "application/x-www-form-urlencoded"
 }
@@ -399,11 +402,11 @@ func isFormBody(headers map[string]string) bool {
 // maxFormParams bounds the parameters of a signed form body.
 const maxFormParams = 1000
 
-// canonicalForm returns a form body's parameters sorted by name, each name
+// schemeCanonicalForm returns a form body's parameters sorted by name, each name
 // followed by its value (values of a repeated name sorted too), the content
 // Twilio signs after the URL. A body that is not a well-formed form is
 // ErrBadPayload.
-func canonicalForm(body []byte) ([]byte, error) {
+func schemeCanonicalForm(body []byte) ([]byte, error) {
 	if strings.Count(string(body), "&") >= maxFormParams {
 		return nil, fmt.Errorf("%w: more than %d form parameters", ErrBadPayload, maxFormParams)
 	}
@@ -431,9 +434,9 @@ func canonicalForm(body []byte) ([]byte, error) {
 	return out, nil
 }
 
-// checkBodyHash compares the hex SHA-256 of body with the query parameter
+// schemeCheckBodyHash compares the hex SHA-256 of body with the query parameter
 // param of rawURL: the URL is signed, and through it the body.
-func checkBodyHash(rawURL, param string, body []byte) error {
+func schemeCheckBodyHash(rawURL, param string, body []byte) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return fmt.Errorf("%w: public URL does not parse", ErrNoPublicURL)
@@ -450,10 +453,10 @@ func checkBodyHash(rawURL, param string, body []byte) error {
 	return nil
 }
 
-// urlSpellings returns rawURL as given, without its port, and with the
+// schemeURLSpellings returns rawURL as given, without its port, and with the
 // scheme's default port: senders sign the URL as configured, which a proxy
 // may spell differently.
-func urlSpellings(rawURL string) []string {
+func schemeURLSpellings(rawURL string) []string {
 	out := []string{rawURL}
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" {
@@ -474,8 +477,23 @@ func urlSpellings(rawURL string) []string {
 	return out
 }
 
-// urlWithoutPort is rawURL without an explicit port.
-func urlWithoutPort(rawURL string) string {
+// reservedDecoder decodes the percent-encodings HubSpot decodes before
+// signing a URL, in either hex case.
+var reservedDecoder = func() *strings.Replacer {
+	var pairs []string
+	for _, c := range ":/?@!$'()*,;" {
+		enc := fmt.Sprintf("%%%02X", c)
+		pairs = append(pairs, enc, string(c), strings.ToLower(enc), string(c))
+	}
+	return strings.NewReplacer(pairs...)
+}()
+
+// DecodeReservedURL returns rawURL with the percent-encodings of
+// : / ? @ ! $ ' ( ) * , ; decoded: the URL HubSpot signs (Preset.URLDecodeReserved).
+func DecodeReservedURL(rawURL string) string { return reservedDecoder.Replace(rawURL) }
+
+// schemeURLWithoutPort is rawURL without an explicit port.
+func schemeURLWithoutPort(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Port() == "" {
 		return rawURL
@@ -503,11 +521,11 @@ func (v *Verifier) addSecret(secret string) error {
 		return nil
 	}
 	if p.SecretFormat == SecretHTMLSpecialChars {
-		secret = htmlSpecialChars.Replace(secret)
+		secret = schemeHTMLSpecialChars.Replace(secret)
 	}
 	v.keys = append(v.keys, []byte(secret))
 	return nil
 }
 
-// htmlSpecialChars decodes what PHP's htmlspecialchars encodes (ENT_QUOTES).
-var htmlSpecialChars = strings.NewReplacer("&amp;", "&", "&quot;", `"`, "&#039;", "'", "&#39;", "'", "&lt;", "<", "&gt;", ">")
+// schemeHTMLSpecialChars decodes what PHP's htmlspecialchars encodes (ENT_QUOTES).
+var schemeHTMLSpecialChars = strings.NewReplacer("&amp;", "&", "&quot;", `"`, "&#039;", "'", "&#39;", "'", "&lt;", "<", "&gt;", ">")

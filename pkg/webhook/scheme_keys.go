@@ -63,7 +63,7 @@ func (v *Verifier) verifyPublicKey(r Request) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	content := render(v.layout, vals)
+	content := renderLayout(v.layout, vals)
 	switch p.Algorithm {
 	case Ed25519:
 		sig, err := hex.DecodeString(raw)
@@ -118,11 +118,11 @@ func (v *Verifier) verifyToken(r Request) (int, error) {
 // covers the layout of timestamp and token.
 func (v *Verifier) verifyBodySignature(r Request) (int, error) {
 	p := v.preset
-	sigText, err := jsonPathText(r.Body, p.SignatureField)
+	sigText, err := schemeJSONPath(r.Body, p.SignatureField)
 	if err != nil {
 		return -1, fmt.Errorf("%w: %s: %w", ErrNotSigned, p.SignatureField, err)
 	}
-	token, err := jsonPathText(r.Body, p.TokenField)
+	token, err := schemeJSONPath(r.Body, p.TokenField)
 	if err != nil {
 		return -1, fmt.Errorf("%w: %s: %w", ErrNotSigned, p.TokenField, err)
 	}
@@ -133,7 +133,7 @@ func (v *Verifier) verifyBodySignature(r Request) (int, error) {
 	if err := v.checkSignedTimestamp(ts, r.Now); err != nil {
 		return -1, err
 	}
-	sig, ok := decodeSignature(sigText, p.Encoding, v.macSize())
+	sig, ok := schemeDecodeSig(sigText, p.Encoding, v.macSize())
 	if !ok {
 		return -1, fmt.Errorf("%w: %s is not a %s MAC", ErrInvalidHeader, p.SignatureField, p.Encoding)
 	}
@@ -142,9 +142,9 @@ func (v *Verifier) verifyBodySignature(r Request) (int, error) {
 		return -1, err
 	}
 	vals.token = []byte(token)
-	content := render(v.layout, vals)
+	content := renderLayout(v.layout, vals)
 	for i, key := range v.keys {
-		if hmac.Equal(macOf(p.Algorithm, key, content), sig) {
+		if hmac.Equal(schemeMAC(p.Algorithm, key, content), sig) {
 			return i, nil
 		}
 	}

@@ -140,6 +140,10 @@ func signedContent(p webhook.Preset, r webhook.Request, ts string) ([]byte, erro
 			form = b.String()
 		}
 	}
+	signedURL := r.URL
+	if p.URLDecodeReserved {
+		signedURL = webhook.DecodeReservedURL(signedURL)
+	}
 	method := r.Method
 	if method == "" {
 		method = "POST"
@@ -148,7 +152,7 @@ func signedContent(p webhook.Preset, r webhook.Request, ts string) ([]byte, erro
 		"{body}", string(r.Body),
 		"{timestamp}", ts,
 		"{id}", r.Headers[p.IDHeader],
-		"{url}", r.URL,
+		"{url}", signedURL,
 		"{method}", method,
 		"{form}", form,
 	).Replace(p.Layout)), nil
