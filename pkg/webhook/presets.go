@@ -1,10 +1,35 @@
 package webhook
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
+
+// The senders verified through presets, at a glance (each row's Retries
+// field cites the retry schedule's source):
+//
+//	preset             family          signature header (encoding)                    event id                      kept  last retry
+//	twilio             url-hmac        x-twilio-signature (base64 HMAC-SHA1)          digest of URL + sorted form   24h   within seconds (connection overrides)
+//	square             url-hmac        x-square-hmacsha256-signature (base64)         body event_id                 72h   24 hours
+//	paddle             timestamp-hmac  paddle-signature ts=;h1= (hex)                 body event_id                 96h   3 days (live)
+//	discord            public-key      x-signature-ed25519 (hex Ed25519)              body id                       24h   none (3 s to answer)
+//	zoom               timestamp-hmac  x-zm-signature v0= (hex)                       digest of body                24h   about 90 minutes
+//	twitch             message-hmac    twitch-eventsub-message-signature sha256=      twitch-eventsub-message-id    24h   minutes (10 min replay window)
+//	linear             body-hmac       linear-signature (hex)                         digest of body, less stamp    48h   about 7 hours
+//	gitlab             token           x-gitlab-token                                 digest of body                72h   manual resend (2 days)
+//	bitbucket          body-hmac       x-hub-signature sha256= (hex)                  digest of body                24h   minutes
+//	intercom           body-hmac       x-hub-signature sha1= (hex HMAC-SHA1)          body id                       48h   1 minute
+//	hubspot            url-hmac        x-hubspot-signature-v3 (base64)                digest of body, less attempt  48h   24 hours
+//	sendgrid           public-key      x-twilio-email-event-webhook-signature (ECDSA) digest of body                72h   24 hours
+//	mailgun            body-signature  signature object in the body (hex)            body signature.token          24h   8 hours
+//	razorpay           body-hmac       x-razorpay-signature (hex)                     digest of body                48h   24 hours
+//	woocommerce        body-hmac       x-wc-webhook-signature (base64)                digest of body                24h   none
+//	calendly           timestamp-hmac  calendly-webhook-signature t=,v1= (hex)        digest of body                48h   24 hours
+//	typeform           body-hmac       typeform-signature sha256= (base64)            body event_id                 48h   10 hours
+//	coinbase-commerce  body-hmac       x-cc-webhook-signature (hex)                   body event.id                 96h   3 days
 
 // presets is the table of senders verified through a signing family. Each
 // row says how its sender signs, where its event id and type come from, how
@@ -263,4 +288,18 @@ func Lookup(name string) (Preset, bool) {
 // PresetNames lists the preset names Lookup knows, sorted.
 func PresetNames() []string {
 	return slices.Sorted(maps.Keys(presets))
+}
+
+// PresetFor returns the preset of a function deployed with
+// WEBHOOK_PROVIDER=name: a named preset, or for HMACPresetName the one the
+// WEBHOOK_HMAC_* settings describe, read through getenv. An unknown name is
+// an error wrapping ErrUnknownProvider; a bad setting a *setting.Error.
+func PresetFor(name string, getenv func(string) string) (Preset, error) {
+	if name == HMACPresetName {
+		return HMACPresetFromEnv(getenv)
+	}
+	if p, ok := presets[name]; ok {
+		return p, nil
+	}
+	return Preset{}, fmt.Errorf("%w %q (presets: %s, %s)", ErrUnknownProvider, name, strings.Join(PresetNames(), ", "), HMACPresetName)
 }

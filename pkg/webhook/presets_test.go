@@ -158,3 +158,18 @@ func TestSecretsRotate(t *testing.T) {
 		t.Fatalf("ttl %s, preset %q", v.DefaultResultTTL(), v.Preset().Name)
 	}
 }
+
+func TestPresetForNamesEveryPresetAndTheConfigurableOne(t *testing.T) {
+	for _, name := range webhook.PresetNames() {
+		if p, err := webhook.PresetFor(name, func(string) string { return "" }); err != nil || p.Name != name {
+			t.Errorf("PresetFor(%s) = %v, %v", name, p.Name, err)
+		}
+	}
+	if _, err := webhook.PresetFor("nope", func(string) string { return "" }); !errors.Is(err, webhook.ErrUnknownProvider) {
+		t.Errorf("unknown: %v", err)
+	}
+	p, err := webhook.PresetFor("hmac", func(k string) string { return map[string]string{"WEBHOOK_HMAC_HEADER": "x-sig"}[k] })
+	if err != nil || p.Name != "hmac" {
+		t.Errorf("hmac: %+v, %v", p, err)
+	}
+}
