@@ -16,16 +16,16 @@ import (
 //	square             url-hmac        x-square-hmacsha256-signature (base64)         body event_id                 72h   24 hours
 //	paddle             timestamp-hmac  paddle-signature ts=;h1= (hex)                 body event_id                 96h   3 days (live)
 //	discord            public-key      x-signature-ed25519 (hex Ed25519)              body id                       24h   none (3 s to answer)
-//	zoom               timestamp-hmac  x-zm-signature v0= (hex)                       digest of body                24h   about 90 minutes
+//	zoom               timestamp-hmac  x-zm-signature v0= (hex)                       digest of body                24h   about 85 minutes
 //	twitch             message-hmac    twitch-eventsub-message-signature sha256=      twitch-eventsub-message-id    24h   minutes (10 min replay window)
 //	linear             body-hmac       linear-signature (hex)                         digest of body, less stamp    48h   about 7 hours
 //	gitlab             token           x-gitlab-token                                 digest of body                72h   manual resend (2 days)
 //	bitbucket          body-hmac       x-hub-signature sha256= (hex)                  digest of body                24h   minutes
-//	intercom           body-hmac       x-hub-signature sha1= (hex HMAC-SHA1)          body id                       48h   1 minute
-//	hubspot            url-hmac        x-hubspot-signature-v3 (base64)                digest of body, less attempt  48h   24 hours
+//	intercom           body-hmac       x-hub-signature sha1= (hex HMAC-SHA1)          body id                       7d    unpublished (suspended after 7 days)
+//	hubspot            url-hmac        x-hubspot-signature-v3 (base64)                digest of body, less attempt  96h   24 hours (workflows: 3 days)
 //	sendgrid           public-key      x-twilio-email-event-webhook-signature (ECDSA) digest of body                72h   24 hours
 //	mailgun            body-signature  signature object in the body (hex)            body signature.token          24h   8 hours
-//	razorpay           body-hmac       x-razorpay-signature (hex)                     digest of body                48h   24 hours
+//	razorpay           body-hmac       x-razorpay-signature (hex)                     digest of body                8d    24 hours; replays up to 7 days
 //	woocommerce        body-hmac       x-wc-webhook-signature (base64)                digest of body                24h   none
 //	calendly           timestamp-hmac  calendly-webhook-signature t=,v1= (hex)        digest of body                48h   24 hours
 //	typeform           body-hmac       typeform-signature sha256= (base64)            body event_id                 48h   10 hours
@@ -62,7 +62,7 @@ var presets = map[string]Preset{
 		EventType:   Source{Field: "type"},
 		ObjectField: "data.id",
 		ResultTTL:   72 * time.Hour,
-		Retries:     "up to 11 retries over 24 hours: https://developer.squareup.com/docs/webhooks/overview#webhook-retries",
+		Retries:     "retried for up to 24 hours, then discarded: https://developer.squareup.com/docs/webhooks/troubleshooting",
 	},
 	"paddle": {
 		Name: "paddle", Family: FamilyTimestampHMAC,
@@ -105,7 +105,7 @@ var presets = map[string]Preset{
 		EventType: Source{Field: "event"},
 		Handshake: HandshakeZoomURLValidation,
 		ResultTTL: 24 * time.Hour,
-		Retries:   "3 retries: 5, 30 and 90 minutes after the first attempt: https://developers.zoom.us/docs/api/webhooks/#notification-delivery",
+		Retries:   "3 retries: 5 minutes after the first attempt, then 20 and 60 minutes apart (about 85 minutes in all): https://developers.zoom.us/blog/webhook-delays",
 	},
 	"twitch": {
 		Name: "twitch", Family: FamilyMessageHMAC,
@@ -161,7 +161,7 @@ var presets = map[string]Preset{
 		Layout:    "{body}",
 		EventType: Source{Header: "x-event-key"},
 		ResultTTL: 24 * time.Hour,
-		Retries:   "up to 2 retries, within minutes, on a 5xx or a timeout: https://support.atlassian.com/bitbucket-cloud/docs/troubleshoot-webhooks/",
+		Retries:   "up to two more attempts, at once, on a 5xx: https://support.atlassian.com/bitbucket-cloud/docs/troubleshoot-webhooks/",
 	},
 	"intercom": {
 		Name: "intercom", Family: FamilyBodyHMAC,
@@ -173,8 +173,8 @@ var presets = map[string]Preset{
 		EventID:     Source{Field: "id"},
 		EventType:   Source{Field: "topic"},
 		ObjectField: "data.item.id",
-		ResultTTL:   48 * time.Hour,
-		Retries:     "one retry after 1 minute: https://developers.intercom.com/docs/webhooks/webhook-notifications#retry-policy",
+		ResultTTL:   7 * 24 * time.Hour,
+		Retries:     "no per-notification schedule published; throttled notifications wait up to 2 hours and a failing subscription is suspended after 7 days: https://developers.intercom.com/docs/webhooks/webhook-notifications",
 	},
 	"hubspot": {
 		Name: "hubspot", Family: FamilyURLHMAC,
@@ -188,8 +188,8 @@ var presets = map[string]Preset{
 		Tolerance:         DefaultTolerance,
 		// The body is an array of events; each retry raises attemptNumber.
 		DigestOmits: []string{"attemptNumber"},
-		ResultTTL:   48 * time.Hour,
-		Retries:     "up to 10 retries over 24 hours: https://developers.hubspot.com/docs/guides/api/app-management/webhooks#retries",
+		ResultTTL:   96 * time.Hour,
+		Retries:     "up to 10 retries over 24 hours (webhooks API); workflow webhook actions are quoted at up to 3 days: https://developers.hubspot.com/docs/api/webhooks",
 	},
 	"sendgrid": {
 		Name: "sendgrid", Family: FamilyPublicKey,
@@ -199,7 +199,7 @@ var presets = map[string]Preset{
 		Algorithm:       ECDSAP256, Encoding: Base64,
 		Layout:    "{timestamp}{body}",
 		ResultTTL: 72 * time.Hour,
-		Retries:   "retries for up to 24 hours: https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/event#retry-logic",
+		Retries:   "retried at increasing intervals for up to 24 hours after the event: https://docs.sendgrid.com/for-developers/tracking-events/troubleshooting",
 	},
 	"mailgun": {
 		Name: "mailgun", Family: FamilyBodySignature,
@@ -215,7 +215,7 @@ var presets = map[string]Preset{
 		EventType:   Source{Field: "event-data.event"},
 		ObjectField: "event-data.id",
 		ResultTTL:   24 * time.Hour,
-		Retries:     "retries over 8 hours (10 min, 10 min, 15 min, 30 min, 1 h, 2 h, 4 h): https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/webhooks#retries",
+		Retries:     "retried during 8 hours (5 min, 10 min, 15 min, 1 h, 2 h, 4 h); a 406 stops them: https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/webhook-retries",
 	},
 	"razorpay": {
 		Name: "razorpay", Family: FamilyBodyHMAC,
@@ -224,8 +224,8 @@ var presets = map[string]Preset{
 		Algorithm:       SHA256, Encoding: Hex,
 		Layout:    "{body}",
 		EventType: Source{Field: "event"},
-		ResultTTL: 48 * time.Hour,
-		Retries:   "exponential backoff for 24 hours: https://razorpay.com/docs/webhooks/#idempotency",
+		ResultTTL: 8 * 24 * time.Hour,
+		Retries:   "exponential backoff for 24 hours after the event; Dashboard replays of events up to 7 days old: https://razorpay.com/docs/webhooks/best-practices/",
 	},
 	"woocommerce": {
 		Name: "woocommerce", Family: FamilyBodyHMAC,
@@ -250,7 +250,7 @@ var presets = map[string]Preset{
 		Tolerance: 3 * time.Minute,
 		EventType: Source{Field: "event"},
 		ResultTTL: 48 * time.Hour,
-		Retries:   "exponential backoff for 24 hours: https://developer.calendly.com/api-docs/ZG9jOjM2MzE2MDM4-webhook-subscriptions",
+		Retries:   "exponential back-off for 24 hours, then the subscription is disabled: https://developer.calendly.com/api-docs/ZG9jOjM2MzE2MDM4-webhook-subscriptions",
 	},
 	"typeform": {
 		Name: "typeform", Family: FamilyBodyHMAC,
@@ -263,7 +263,7 @@ var presets = map[string]Preset{
 		EventType:   Source{Field: "event_type"},
 		ObjectField: "form_response.form_id",
 		ResultTTL:   48 * time.Hour,
-		Retries:     "retries every 2-3 minutes for up to 10 hours: https://www.typeform.com/developers/webhooks/",
+		Retries:     "429, 408, 503 and 423 retried every 2-3 minutes for 10 hours; other errors 5 retries over about 3.5 hours: https://www.typeform.com/developers/webhooks/",
 	},
 	"coinbase-commerce": {
 		Name: "coinbase-commerce", Family: FamilyBodyHMAC,
@@ -275,7 +275,7 @@ var presets = map[string]Preset{
 		EventType:   Source{Field: "event.type"},
 		ObjectField: "event.data.id",
 		ResultTTL:   96 * time.Hour,
-		Retries:     "exponential backoff for up to 3 days: https://docs.cdp.coinbase.com/commerce-onchain/docs/webhooks",
+		Retries:     "exponential backoff for up to 3 days, at most 1 hour apart: https://docs.cdp.coinbase.com/commerce/api-arcitecture/webhooks-overview",
 	},
 }
 
