@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -144,8 +145,8 @@ func TestLinearVectors(t *testing.T) {
 	}
 }
 
-// Bitbucket Cloud, Intercom, WooCommerce, Typeform, Calendly and Coinbase
-// Commerce publish no vector (their docs give the algorithm and header
+// Bitbucket Cloud, Intercom, WooCommerce, Typeform and Calendly publish no
+// vector (their docs give the algorithm and header
 // only; their SDKs ship no verifier test). The expected signatures below
 // were computed outside Go (Python's hmac) exactly as each doc describes,
 // over sample bodies shaped like the docs' examples.
@@ -195,10 +196,6 @@ func TestBodyHMACSelfComputedVectors(t *testing.T) {
 			{"missing t", "cal-signing-key", calAt(headerRequest(cal, "calendly-webhook-signature", "v1=546252121e2585a9cea3f30790c3676046349519ddf314fa72d9b2a463be4261"), 1606153900), webhook.ErrInvalidHeader},
 			{"t=abc", "cal-signing-key", calAt(headerRequest(cal, "calendly-webhook-signature", "t=abc,v1=546252121e2585a9cea3f30790c3676046349519ddf314fa72d9b2a463be4261"), 1606153900), webhook.ErrInvalidHeader},
 		}},
-		{"coinbase-commerce", []vector{
-			{"valid", "cc-shared-secret", headerRequest(cb, "x-cc-webhook-signature", "96dd74d965fbe88340710faf01848780ab8b0239b30d393bfec399136312d744"), nil},
-			{"wrong secret", "other", headerRequest(cb, "x-cc-webhook-signature", "96dd74d965fbe88340710faf01848780ab8b0239b30d393bfec399136312d744"), webhook.ErrNoValidSignature},
-		}},
 	}
 	for _, c := range cases {
 		t.Run(c.preset, func(t *testing.T) { checkVectors(t, c.preset, c.vectors) })
@@ -231,4 +228,55 @@ func TestHubSpotSignsTheDecodedURI(t *testing.T) {
 	if err := presetVerifier(t, "hubspot", "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy").Verify(r); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Coinbase Commerce: coinbase/coinbase-commerce-node test/testWebhook.spec.js
+// (describe "Webhook").
+func TestCoinbaseCommercePublishedVectors(t *testing.T) {
+	const (
+		secret = "30291a20-0bd1-4267-9b0f-e6e7b123c0bf"
+		sig    = "8be7742c7d372f08a6a3224edadf18a22b65fa9e28f3f2de97376cdaa092590d"
+		body   = `{"id":1,"scheduled_for":"2017-01-31T20:50:02Z","attempt_number":1,"event":{"id":"24934862-d980-46cb-9402-43c81b0cdba6","type":"charge:created","api_version":"2018-03-22","created_at":"2017-01-31T20:49:02Z","data":{"code":"66BEOV2A","name":"The Sovereign Individual","description":"Mastering the Transition to the Information Age","hosted_url":"https://commerce.coinbase.com/charges/66BEOV2A","created_at":"2017-01-31T20:49:02Z","expires_at":"2017-01-31T21:04:02Z","timeline":[{"time":"2017-01-31T20:49:02Z","status":"NEW"}],"metadata":{},"pricing_type":"no_price","payments":[],"addresses":{"bitcoin":"0000000000000000000000000000000000","ethereum":"0x0000000000000000000000000000000000000000","litecoin":"3000000000000000000000000000000000","bitcoincash":"bitcoincash:000000000000000000000000000000000000000000"}}}}`
+	)
+	checkVectors(t, "coinbase-commerce", []vector{
+		{"should successfully verify signature and return event", secret, headerRequest(body, "x-cc-webhook-signature", sig), nil},
+		{"should fail verification with invalid secret key", "30291a20-0bd1-4267-9b0f-e6e7b123c0bg", headerRequest(body, "x-cc-webhook-signature", sig), webhook.ErrNoValidSignature},
+		{"invalid response", secret, headerRequest("Not json", "x-cc-webhook-signature", sig), webhook.ErrNoValidSignature},
+	})
+	v := presetVerifier(t, "coinbase-commerce", secret)
+	d, err := v.Event(headerRequest(body, "x-cc-webhook-signature", sig))
+	if err != nil || d.ID != "24934862-d980-46cb-9402-43c81b0cdba6" || d.Type != "charge:created" || d.ObjectID != "" {
+		t.Fatalf("Event = %+v, %v", d, err)
+	}
+	// The spec's "invalid response" and "event is not in response" bodies
+	// yield no event.
+	if _, err := v.Event(headerRequest("Not json")); !errors.Is(err, webhook.ErrBadPayload) {
+		t.Errorf("Not json: %v", err)
+	}
+	if _, err := v.Event(headerRequest(`{"id":1,"scheduled_for":"2017-01-31T20:50:02Z","attempt_number":1}`)); !errors.Is(err, webhook.ErrNoEventID) {
+		t.Errorf("no event: %v", err)
+	}
+}
+
+// GitHub's documented example (https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation):
+// secret "It's a Secret to Everybody", body "Hello, World!". Bitbucket
+// Cloud signs the same way under another header name and publishes no
+// example of its own, so this checks the Bitbucket preset's primitive; the
+// configurable verifier, set up for GitHub's header, checks it too.
+func TestGitHubDocsExampleThroughBitbucketAndSettings(t *testing.T) {
+	const (
+		secret = "It's a Secret to Everybody"
+		sig    = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+	)
+	checkVectors(t, "bitbucket", []vector{
+		{"github docs example", secret, headerRequest("Hello, World!", "x-hub-signature", sig), nil},
+		{"github docs example, other body", secret, headerRequest("Hello, World?", "x-hub-signature", sig), webhook.ErrNoValidSignature},
+	})
+	checkConfigured(t, map[string]string{
+		"WEBHOOK_HMAC_HEADER": "X-Hub-Signature-256",
+		"WEBHOOK_HMAC_PREFIX": "sha256=",
+	}, []vector{
+		{"github docs example", secret, headerRequest("Hello, World!", "x-hub-signature-256", sig), nil},
+		{"github docs example, wrong secret", "It's a Secret to Nobody", headerRequest("Hello, World!", "x-hub-signature-256", sig), webhook.ErrNoValidSignature},
+	})
 }
