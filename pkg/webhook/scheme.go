@@ -225,8 +225,10 @@ type Request struct {
 // Handshake is the response to an endpoint-validation request: the caller
 // answers 200 with it and neither deduplicates nor forwards anything.
 type Handshake struct {
+	// ContentType is the response's media type.
 	ContentType string
-	Body        []byte
+	// Body is the response body, exactly as the sender expects it.
+	Body []byte
 }
 
 // Delivery is what deduplication and routing need from a verified delivery.

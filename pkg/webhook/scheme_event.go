@@ -114,7 +114,8 @@ func schemeFields(body []byte, fields string) (string, error) {
 // Event extracts the deduplication key, the type and the object of a
 // delivery that Verify accepted, or the handshake answer for an
 // endpoint-validation request. Errors wrap ErrBadPayload (the body is not
-// what the sender sends, or is ambiguous) or ErrNoEventID.
+// what the sender sends, or is ambiguous: a member named twice on the id's
+// path, an id that is not valid UTF-8), ErrNoEventID, or ErrNoPublicURL.
 func (v *Verifier) Event(r Request) (Delivery, error) {
 	p := v.preset
 	if hs, ok, err := v.handshake(r); err != nil || ok {
