@@ -174,3 +174,55 @@ func TestGitLabToken(t *testing.T) {
 		t.Fatal("wrong token verified")
 	}
 }
+
+// WooCommerce pings a webhook when it is saved: an unsigned form body
+// "webhook_id=<n>" that must get a 200 (woocommerce/woocommerce
+// class-wc-webhook.php, deliver_ping). It is answered, and nothing else
+// unsigned passes.
+func TestWooCommercePingIsAnsweredAndNothingElseUnsigned(t *testing.T) {
+	v := presetVerifier(t, "woocommerce", "wc secret")
+	ping := webhook.Request{Body: []byte("webhook_id=42"), Headers: map[string]string{"content-type": "application/x-www-form-urlencoded"}}
+	if err := v.Verify(ping); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	d, err := v.Event(ping)
+	if err != nil || d.Handshake == nil || len(d.Handshake.Body) != 0 || d.ID != "" {
+		t.Fatalf("ping: %+v, %v", d, err)
+	}
+	for _, body := range []string{"webhook_id=42&x=1", "webhook_id=", "webhook_id=4a", `{"id":42}`, "webhook_id=123456789012345678901"} {
+		r := ping
+		r.Body = []byte(body)
+		if err := v.Verify(r); !errors.Is(err, webhook.ErrNotSigned) {
+			t.Errorf("%q unsigned: %v", body, err)
+		}
+	}
+	signed := ping
+	signed.Headers = map[string]string{"x-wc-webhook-signature": "EK6K7lbUeKTzZLFIyKru1dSkTBign6n0Ypj/bpbVVrM="}
+	if err := v.Verify(signed); !errors.Is(err, webhook.ErrNoValidSignature) {
+		t.Errorf("a ping body with a wrong signature: %v", err)
+	}
+	// Other presets let no ping through.
+	if err := presetVerifier(t, "razorpay", "s").Verify(webhook.Request{Body: []byte("webhook_id=42")}); !errors.Is(err, webhook.ErrNotSigned) {
+		t.Errorf("razorpay: %v", err)
+	}
+}
+
+func TestZoomURLValidationWithoutPlainTokenIsBad(t *testing.T) {
+	v := presetVerifier(t, "zoom", zoomSecret)
+	_, err := v.Event(webhook.Request{Body: []byte(`{"event":"endpoint.url_validation","payload":{}}`)})
+	if !errors.Is(err, webhook.ErrBadPayload) {
+		t.Fatalf("%v, want ErrBadPayload", err)
+	}
+}
+
+func TestUnsignedHeadersAreReported(t *testing.T) {
+	for _, c := range []struct{ preset, header, value string }{
+		{"bitbucket", "x-event-key", "repo:push"},
+		{"woocommerce", "x-wc-webhook-topic", "order.created"},
+	} {
+		d, err := presetVerifier(t, c.preset, "s").Event(headerRequest(`{"id":7}`, c.header, c.value))
+		if err != nil || d.Type != c.value || len(d.Unsigned) != 1 || d.Unsigned[0] != "type" {
+			t.Errorf("%s: %+v, %v; want type %q reported unsigned", c.preset, d, err, c.value)
+		}
+	}
+}

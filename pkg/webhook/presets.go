@@ -236,6 +236,7 @@ var presets = map[string]Preset{
 		Layout:      "{body}",
 		EventType:   Source{Header: "x-wc-webhook-topic"},
 		ObjectField: "id",
+		Handshake:   HandshakeWooCommercePing,
 		ResultTTL:   24 * time.Hour,
 		Retries:     "no retry; a webhook is disabled after 5 consecutive failures: https://woocommerce.com/document/webhooks/",
 	},

@@ -27,6 +27,7 @@ func FuzzPresetSignatureHeaders(f *testing.F) {
 	f.Add(uint8(2), "sha256=", "2019-11-16T10:11:12.634234626Z", "id", []byte(`{"challenge":"x"}`))
 	f.Add(uint8(3), strings.Repeat("v1=ab;", 100), "-1", "", []byte(`{"signature":{"timestamp":"1","token":"t","signature":"00"}}`))
 	f.Add(uint8(4), "MEUCIQCtIHJeH93Y+qpYeWrySphQgpNGNr/U+UyUlBkU6n7RAwIgJTz2C+8a8xonZGi6BpSzoQsbVRamr2nlxFDWYNH2j/0=", "1588788367", "", []byte("[]\r\n"))
+	f.Add(uint8(17), "", "", "", []byte("webhook_id=42"))
 	names := webhook.PresetNames()
 	f.Fuzz(func(t *testing.T, which uint8, sig, ts, id string, body []byte) {
 		p, _ := webhook.Lookup(names[int(which)%len(names)])
@@ -56,6 +57,11 @@ func FuzzPresetSignatureHeaders(f *testing.F) {
 		r := webhook.Request{Headers: h, Body: body, URL: "https://hooks.example.com/x?" + id, Now: time.Unix(1700000000, 0)}
 		err = v.Verify(r)
 		if err == nil {
+			// The one unsigned request let through is WooCommerce's ping,
+			// answered with nothing done.
+			if d, _ := v.Event(r); p.Handshake == webhook.HandshakeWooCommercePing && d.Handshake != nil && sig == "" {
+				return
+			}
 			t.Fatalf("%s: a forged delivery verified: sig %q", p.Name, sig)
 		}
 		if len(err.Error()) > maxErrorLen {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // TwitchMessageTypeHeader names the kind of a Twitch EventSub message:
@@ -62,8 +63,23 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 			return nil, false, nil
 		}
 		return &Handshake{ContentType: "text/plain", Body: []byte(challenge)}, true, nil
+	case HandshakeWooCommercePing:
+		// https://github.com/woocommerce/woocommerce (class-wc-webhook.php, deliver_ping)
+		if v.isWooCommercePing(r) {
+			return &Handshake{ContentType: "text/plain"}, true, nil
+		}
 	}
 	return nil, false, nil
+}
+
+// isWooCommercePing reports WooCommerce's unsigned ping: no signature header
+// and a body of exactly "webhook_id=<digits>".
+func (v *Verifier) isWooCommercePing(r Request) bool {
+	if header(r.Headers, v.preset.SignatureHeader) != "" {
+		return false
+	}
+	id, ok := strings.CutPrefix(string(r.Body), "webhook_id=")
+	return ok && len(id) <= 20 && schemeDecimal(id)
 }
 
 // schemeNoFieldIsNotBad drops a missing-field error (not a handshake) and keeps an
