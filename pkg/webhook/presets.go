@@ -1,0 +1,306 @@
+package webhook
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The senders verified through presets, at a glance (each row's Retries
+// field cites the retry schedule's source):
+//
+//	preset             family          signature header (encoding)                    event id                      kept  last retry
+//	twilio             url-hmac        x-twilio-signature (base64 HMAC-SHA1)          digest of URL + sorted form   24h   within seconds (connection overrides)
+//	square             url-hmac        x-square-hmacsha256-signature (base64)         body event_id                 72h   24 hours
+//	paddle             timestamp-hmac  paddle-signature ts=;h1= (hex)                 body event_id                 96h   3 days (live)
+//	discord            public-key      x-signature-ed25519 (hex Ed25519)              body id                       24h   none (3 s to answer)
+//	zoom               timestamp-hmac  x-zm-signature v0= (hex)                       digest of body                24h   about 85 minutes
+//	twitch             message-hmac    twitch-eventsub-message-signature sha256=      twitch-eventsub-message-id    24h   minutes (10 min replay window)
+//	linear             body-hmac       linear-signature (hex)                         digest of body, less stamp    48h   about 7 hours
+//	gitlab             token           x-gitlab-token                                 digest of body                72h   manual resend (2 days)
+//	bitbucket          body-hmac       x-hub-signature sha256= (hex)                  digest of body                24h   minutes
+//	intercom           body-hmac       x-hub-signature sha1= (hex HMAC-SHA1)          body id                       7d    unpublished (suspended after 7 days)
+//	hubspot            url-hmac        x-hubspot-signature-v3 (base64)                digest of body, less attempt  96h   24 hours (workflows: 3 days)
+//	sendgrid           public-key      x-twilio-email-event-webhook-signature (ECDSA) digest of body                72h   24 hours
+//	mailgun            body-signature  signature object in the body (hex)            body signature.token          24h   8 hours
+//	razorpay           body-hmac       x-razorpay-signature (hex)                     digest of body                8d    24 hours; replays up to 7 days
+//	woocommerce        body-hmac       x-wc-webhook-signature (base64)                digest of body                24h   none
+//	calendly           timestamp-hmac  calendly-webhook-signature t=,v1= (hex)        digest of body                48h   24 hours
+//	typeform           body-hmac       typeform-signature sha256= (base64)            body event_id                 48h   10 hours
+//	coinbase-commerce  body-hmac       x-cc-webhook-signature (hex)                   body event.id                 96h   3 days
+
+// presets is the table of senders verified through a signing family. Each
+// row says how its sender signs, where its event id and type come from, how
+// long results are kept (longer than the sender's last retry, in Retries),
+// and which handshake it expects.
+//
+// Where a sender's own delivery id travels outside the signature (Razorpay's
+// x-razorpay-event-id, WooCommerce's x-wc-webhook-delivery-id, GitLab's
+// x-gitlab-event-uuid, Bitbucket's x-request-uuid, ...), the event id is the
+// digest of the signed content instead, so a captured delivery re-sent under
+// a fresh id header is a replay, never new work.
+var presets = map[string]Preset{
+	"twilio": {
+		Name: "twilio", Family: FamilyURLHMAC,
+		// https://www.twilio.com/docs/usage/webhooks/webhooks-security
+		SignatureHeader: "x-twilio-signature",
+		Algorithm:       SHA1, Encoding: Base64,
+		Layout:        "{url}{form}",
+		BodyHashParam: "bodySHA256",
+		ResultTTL:     24 * time.Hour,
+		Retries:       "none by default; connection overrides (#rc=, at most 5 retries) retry within minutes: https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides",
+	},
+	"square": {
+		Name: "square", Family: FamilyURLHMAC,
+		// https://developer.squareup.com/docs/webhooks/step3validate
+		SignatureHeader: "x-square-hmacsha256-signature",
+		Algorithm:       SHA256, Encoding: Base64,
+		Layout:      "{url}{body}",
+		EventID:     Source{Field: "event_id"},
+		EventType:   Source{Field: "type"},
+		ObjectField: "data.id",
+		ResultTTL:   72 * time.Hour,
+		Retries:     "retried for up to 24 hours, then discarded: https://developer.squareup.com/docs/webhooks/troubleshooting",
+	},
+	"paddle": {
+		Name: "paddle", Family: FamilyTimestampHMAC,
+		// https://developer.paddle.com/webhooks/signature-verification
+		SignatureHeader: "paddle-signature",
+		HeaderFormat:    "ts={timestamp};h1={signature}",
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout: "{timestamp}:{body}",
+		// paddle-node-sdk's WebhooksValidator allows 5 seconds.
+		Tolerance:   5 * time.Second,
+		EventID:     Source{Field: "event_id"},
+		EventType:   Source{Field: "event_type"},
+		ObjectField: "data.id",
+		ResultTTL:   96 * time.Hour,
+		Retries:     "live: 60 retries over 3 days; sandbox: 3 within 15 minutes: https://developer.paddle.com/webhooks/respond-to-webhooks#retry-logic",
+	},
+	"discord": {
+		Name: "discord", Family: FamilyPublicKey,
+		// https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-validating-security-request-headers
+		SignatureHeader: "x-signature-ed25519",
+		TimestampHeader: "x-signature-timestamp",
+		Algorithm:       Ed25519, Encoding: Hex,
+		Layout:    "{timestamp}{body}",
+		Tolerance: DefaultTolerance,
+		EventID:   Source{Field: "id"},
+		EventType: Source{Field: "type"},
+		Handshake: HandshakeDiscordPing,
+		ResultTTL: 24 * time.Hour,
+		Retries:   "none: an interaction must be answered within 3 seconds and its token lives 15 minutes: https://discord.com/developers/docs/interactions/receiving-and-responding#responding-to-an-interaction",
+	},
+	"zoom": {
+		Name: "zoom", Family: FamilyTimestampHMAC,
+		// https://developers.zoom.us/docs/api/webhooks/#verify-with-zooms-header
+		SignatureHeader: "x-zm-signature",
+		Prefix:          "v0=",
+		TimestampHeader: "x-zm-request-timestamp",
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout:    "v0:{timestamp}:{body}",
+		Tolerance: DefaultTolerance,
+		EventType: Source{Field: "event"},
+		Handshake: HandshakeZoomURLValidation,
+		ResultTTL: 24 * time.Hour,
+		Retries:   "3 retries: 5 minutes after the first attempt, then 20 and 60 minutes apart (about 85 minutes in all): https://developers.zoom.us/blog/webhook-delays",
+	},
+	"twitch": {
+		Name: "twitch", Family: FamilyMessageHMAC,
+		// https://dev.twitch.tv/docs/eventsub/handling-webhook-events/#verifying-the-event-message
+		SignatureHeader: "twitch-eventsub-message-signature",
+		Prefix:          "sha256=",
+		IDHeader:        "twitch-eventsub-message-id",
+		TimestampHeader: "twitch-eventsub-message-timestamp",
+		TimestampFormat: RFC3339,
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout: "{id}{timestamp}{body}",
+		// Twitch: reject messages older than 10 minutes.
+		Tolerance:   10 * time.Minute,
+		EventID:     Source{Header: "twitch-eventsub-message-id"},
+		EventType:   Source{Field: "subscription.type"},
+		ObjectField: "subscription.id",
+		Handshake:   HandshakeTwitchChallenge,
+		ResultTTL:   24 * time.Hour,
+		Retries:     "a few retries within minutes, the same message id each time: https://dev.twitch.tv/docs/eventsub/handling-webhook-events/#handling-duplicate-events",
+	},
+	"linear": {
+		Name: "linear", Family: FamilyBodyHMAC,
+		// https://linear.app/developers/webhooks#securing-webhooks
+		SignatureHeader: "linear-signature",
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout:          "{body}",
+		TimestampField:  "webhookTimestamp",
+		TimestampFormat: UnixMilliseconds,
+		// @linear/sdk's LinearWebhooks allows one minute.
+		Tolerance: time.Minute,
+		// Linear-Delivery is unsigned and each attempt may re-stamp
+		// webhookTimestamp: the id is the digest of the body without it.
+		DigestOmits: []string{"webhookTimestamp"},
+		EventType:   Source{Field: "type"},
+		ObjectField: "data.id",
+		ResultTTL:   48 * time.Hour,
+		Retries:     "3 retries: after 1 minute, 1 hour and 6 hours: https://linear.app/developers/webhooks#webhook-delivery",
+	},
+	"gitlab": {
+		Name: "gitlab", Family: FamilyToken,
+		// https://docs.gitlab.com/user/project/integrations/webhooks/#validate-requests-with-a-secret-token
+		SignatureHeader: "x-gitlab-token",
+		EventType:       Source{Field: "object_kind"},
+		ResultTTL:       72 * time.Hour,
+		Retries:         "no automatic retry; recent events (2 days) can be resent by hand: https://docs.gitlab.com/user/project/integrations/webhook_events/",
+	},
+	"bitbucket": {
+		Name: "bitbucket", Family: FamilyBodyHMAC,
+		// https://support.atlassian.com/bitbucket-cloud/docs/manage-webhooks/#Secure-webhooks
+		SignatureHeader: "x-hub-signature",
+		Prefix:          "sha256=",
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout:    "{body}",
+		EventType: Source{Header: "x-event-key"},
+		ResultTTL: 24 * time.Hour,
+		Retries:   "up to two more attempts, at once, on a 5xx: https://support.atlassian.com/bitbucket-cloud/docs/troubleshoot-webhooks/",
+	},
+	"intercom": {
+		Name: "intercom", Family: FamilyBodyHMAC,
+		// https://developers.intercom.com/docs/references/webhooks/webhook-models#signed-notifications
+		SignatureHeader: "x-hub-signature",
+		Prefix:          "sha1=",
+		Algorithm:       SHA1, Encoding: Hex,
+		Layout:      "{body}",
+		EventID:     Source{Field: "id"},
+		EventType:   Source{Field: "topic"},
+		ObjectField: "data.item.id",
+		ResultTTL:   7 * 24 * time.Hour,
+		Retries:     "no per-notification schedule published; throttled notifications wait up to 2 hours and a failing subscription is suspended after 7 days: https://developers.intercom.com/docs/webhooks/webhook-notifications",
+	},
+	"hubspot": {
+		Name: "hubspot", Family: FamilyURLHMAC,
+		// https://developers.hubspot.com/docs/guides/apps/authentication/validating-requests#validate-the-v3-request-signature
+		SignatureHeader: "x-hubspot-signature-v3",
+		TimestampHeader: "x-hubspot-request-timestamp",
+		TimestampFormat: UnixMilliseconds,
+		Algorithm:       SHA256, Encoding: Base64,
+		Layout:            "{method}{url}{body}{timestamp}",
+		URLDecodeReserved: true,
+		Tolerance:         DefaultTolerance,
+		// The body is an array of events; each retry raises attemptNumber.
+		DigestOmits: []string{"attemptNumber"},
+		ResultTTL:   96 * time.Hour,
+		Retries:     "up to 10 retries over 24 hours (webhooks API); workflow webhook actions are quoted at up to 3 days: https://developers.hubspot.com/docs/api/webhooks",
+	},
+	"sendgrid": {
+		Name: "sendgrid", Family: FamilyPublicKey,
+		// https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features
+		SignatureHeader: "x-twilio-email-event-webhook-signature",
+		TimestampHeader: "x-twilio-email-event-webhook-timestamp",
+		Algorithm:       ECDSAP256, Encoding: Base64,
+		Layout:    "{timestamp}{body}",
+		ResultTTL: 72 * time.Hour,
+		Retries:   "retried at increasing intervals for up to 24 hours after the event: https://docs.sendgrid.com/for-developers/tracking-events/troubleshooting",
+	},
+	"mailgun": {
+		Name: "mailgun", Family: FamilyBodySignature,
+		// https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks
+		SignatureField: "signature.signature",
+		TokenField:     "signature.token",
+		TimestampField: "signature.timestamp",
+		Algorithm:      SHA256, Encoding: Hex,
+		Layout: "{timestamp}{token}",
+		// Mailgun signs its random token, not the event: the token is the
+		// only signed identity, and a token seen once must not run again.
+		EventID:     Source{Field: "signature.token"},
+		EventType:   Source{Field: "event-data.event"},
+		ObjectField: "event-data.id",
+		ResultTTL:   24 * time.Hour,
+		Retries:     "retried during 8 hours (5 min, 10 min, 15 min, 1 h, 2 h, 4 h); a 406 stops them: https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/webhook-retries",
+	},
+	"razorpay": {
+		Name: "razorpay", Family: FamilyBodyHMAC,
+		// https://razorpay.com/docs/webhooks/validate-test/
+		SignatureHeader: "x-razorpay-signature",
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout:    "{body}",
+		EventType: Source{Field: "event"},
+		ResultTTL: 8 * 24 * time.Hour,
+		Retries:   "exponential backoff for 24 hours after the event; Dashboard replays of events up to 7 days old: https://razorpay.com/docs/webhooks/best-practices/",
+	},
+	"woocommerce": {
+		Name: "woocommerce", Family: FamilyBodyHMAC,
+		// https://woocommerce.github.io/woocommerce-rest-api-docs/#webhooks
+		SignatureHeader: "x-wc-webhook-signature",
+		SecretFormat:    SecretHTMLSpecialChars,
+		Algorithm:       SHA256, Encoding: Base64,
+		Layout:      "{body}",
+		EventType:   Source{Header: "x-wc-webhook-topic"},
+		ObjectField: "id",
+		Handshake:   HandshakeWooCommercePing,
+		ResultTTL:   24 * time.Hour,
+		Retries:     "no retry; a webhook is disabled after 5 consecutive failures: https://woocommerce.com/document/webhooks/",
+	},
+	"calendly": {
+		Name: "calendly", Family: FamilyTimestampHMAC,
+		// https://developer.calendly.com/api-docs/4c305798a61d3-webhook-signatures
+		SignatureHeader: "calendly-webhook-signature",
+		HeaderFormat:    "t={timestamp},v1={signature}",
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout: "{timestamp}.{body}",
+		// Calendly's guide rejects signatures older than 3 minutes.
+		Tolerance: 3 * time.Minute,
+		EventType: Source{Field: "event"},
+		ResultTTL: 48 * time.Hour,
+		Retries:   "exponential back-off for 24 hours, then the subscription is disabled: https://developer.calendly.com/api-docs/ZG9jOjM2MzE2MDM4-webhook-subscriptions",
+	},
+	"typeform": {
+		Name: "typeform", Family: FamilyBodyHMAC,
+		// https://www.typeform.com/developers/webhooks/secure-your-webhooks/
+		SignatureHeader: "typeform-signature",
+		Prefix:          "sha256=",
+		Algorithm:       SHA256, Encoding: Base64,
+		Layout:      "{body}",
+		EventID:     Source{Field: "event_id"},
+		EventType:   Source{Field: "event_type"},
+		ObjectField: "form_response.form_id",
+		ResultTTL:   48 * time.Hour,
+		Retries:     "429, 408, 503 and 423 retried every 2-3 minutes for 10 hours; other errors 5 retries over about 3.5 hours: https://www.typeform.com/developers/webhooks/",
+	},
+	"coinbase-commerce": {
+		Name: "coinbase-commerce", Family: FamilyBodyHMAC,
+		// https://docs.cdp.coinbase.com/commerce-onchain/docs/webhooks-security
+		SignatureHeader: "x-cc-webhook-signature",
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout:      "{body}",
+		EventID:     Source{Field: "event.id"},
+		EventType:   Source{Field: "event.type"},
+		ObjectField: "event.data.id",
+		ResultTTL:   96 * time.Hour,
+		Retries:     "exponential backoff for up to 3 days, at most 1 hour apart: https://docs.cdp.coinbase.com/commerce/api-arcitecture/webhooks-overview",
+	},
+}
+
+// Lookup returns the preset called name.
+func Lookup(name string) (Preset, bool) {
+	p, ok := presets[name]
+	return p, ok
+}
+
+// PresetNames lists the preset names Lookup knows, sorted.
+func PresetNames() []string {
+	return slices.Sorted(maps.Keys(presets))
+}
+
+// PresetFor returns the preset of a function deployed with
+// WEBHOOK_PROVIDER=name: a named preset, or for HMACPresetName the one the
+// WEBHOOK_HMAC_* settings describe, read through getenv. An unknown name is
+// an error wrapping ErrUnknownProvider; a bad setting a *setting.Error.
+func PresetFor(name string, getenv func(string) string) (Preset, error) {
+	if name == HMACPresetName {
+		return HMACPresetFromEnv(getenv)
+	}
+	if p, ok := presets[name]; ok {
+		return p, nil
+	}
+	return Preset{}, fmt.Errorf("%w %q (presets: %s, %s)", ErrUnknownProvider, name, strings.Join(PresetNames(), ", "), HMACPresetName)
+}

@@ -1,0 +1,92 @@
+package webhook
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// TwitchMessageTypeHeader names the kind of a Twitch EventSub message:
+// notification, webhook_callback_verification or revocation.
+const TwitchMessageTypeHeader = "twitch-eventsub-message-type"
+
+// handshake returns the answer to an endpoint-validation request, and
+// whether r is one. It is decided from the signed body, so a captured
+// delivery cannot be turned into a handshake (or out of one) by a header.
+func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
+	switch v.preset.Handshake {
+	case HandshakeDiscordPing:
+		// https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-acknowledging-ping-requests
+		t, err := schemeJSONPath(r.Body, "type")
+		if err != nil {
+			return nil, false, schemeNoFieldIsNotBad(err)
+		}
+		if t != "1" {
+			return nil, false, nil
+		}
+		return &Handshake{ContentType: "application/json", Body: []byte(`{"type":1}`)}, true, nil
+	case HandshakeZoomURLValidation:
+		// https://developers.zoom.us/docs/api/webhooks/#validate-your-webhook-endpoint
+		ev, err := schemeJSONPath(r.Body, "event")
+		if err != nil || ev != "endpoint.url_validation" {
+			return nil, false, schemeNoFieldIsNotBad(err)
+		}
+		plain, err := schemeJSONPath(r.Body, "payload.plainToken")
+		if err != nil {
+			return nil, true, fmt.Errorf("%w: endpoint.url_validation without payload.plainToken: %w", ErrBadPayload, err)
+		}
+		// Answer with the secret that signed the request: during a rotation
+		// Zoom validates with the new one.
+		i, _ := v.verify(r)
+		if i < 0 {
+			i = 0
+		}
+		body, err := json.Marshal(struct {
+			PlainToken     string `json:"plainToken"`
+			EncryptedToken string `json:"encryptedToken"`
+		}{plain, hex.EncodeToString(schemeMAC(SHA256, v.keys[i], []byte(plain)))})
+		if err != nil {
+			return nil, true, fmt.Errorf("%w: %v", ErrBadPayload, err)
+		}
+		return &Handshake{ContentType: "application/json", Body: body}, true, nil
+	case HandshakeTwitchChallenge:
+		// https://dev.twitch.tv/docs/eventsub/handling-webhook-events/#responding-to-a-challenge-request
+		// The challenge is in the signed body; the message-type header is
+		// not signed, so either one makes this a handshake.
+		challenge, err := schemeJSONPath(r.Body, "challenge")
+		if err != nil {
+			if header(r.Headers, TwitchMessageTypeHeader) == "webhook_callback_verification" || errors.Is(err, ErrBadPayload) {
+				return nil, true, fmt.Errorf("%w: webhook_callback_verification without a challenge: %w", ErrBadPayload, err)
+			}
+			return nil, false, nil
+		}
+		return &Handshake{ContentType: "text/plain", Body: []byte(challenge)}, true, nil
+	case HandshakeWooCommercePing:
+		// https://github.com/woocommerce/woocommerce (class-wc-webhook.php, deliver_ping)
+		if v.isWooCommercePing(r) {
+			return &Handshake{ContentType: "text/plain"}, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// isWooCommercePing reports WooCommerce's unsigned ping: no signature header
+// and a body of exactly "webhook_id=<digits>".
+func (v *Verifier) isWooCommercePing(r Request) bool {
+	if header(r.Headers, v.preset.SignatureHeader) != "" {
+		return false
+	}
+	id, ok := strings.CutPrefix(string(r.Body), "webhook_id=")
+	return ok && len(id) <= 20 && schemeDecimal(id)
+}
+
+// schemeNoFieldIsNotBad drops a missing-field error (not a handshake) and keeps an
+// ambiguous body's.
+func schemeNoFieldIsNotBad(err error) error {
+	if err == nil || !errors.Is(err, ErrBadPayload) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,531 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"mime"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// layoutPart is a literal (placeholder empty) or a placeholder of a Layout.
+type layoutPart struct {
+	literal     string
+	placeholder string
+}
+
+var layoutPlaceholders = []string{"body", "timestamp", "id", "url", "method", "form", "token"}
+
+// schemeParseLayout splits a Layout into literals and placeholders.
+func schemeParseLayout(layout string) ([]layoutPart, error) {
+	if layout == "" {
+		return nil, errors.New("empty layout")
+	}
+	var parts []layoutPart
+	rest := layout
+	for rest != "" {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			parts = append(parts, layoutPart{literal: rest})
+			break
+		}
+		if open > 0 {
+			parts = append(parts, layoutPart{literal: rest[:open]})
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return nil, fmt.Errorf("layout %q: unclosed {", layout)
+		}
+		name := rest[open+1 : open+end]
+		if !slices.Contains(layoutPlaceholders, name) {
+			return nil, fmt.Errorf("layout %q: unknown placeholder {%s} (known: {%s})", layout, name, strings.Join(layoutPlaceholders, "}, {"))
+		}
+		parts = append(parts, layoutPart{placeholder: name})
+		rest = rest[open+end+1:]
+	}
+	return parts, nil
+}
+
+// schemeLayoutUses reports whether the layout has the placeholder name.
+func schemeLayoutUses(parts []layoutPart, name string) bool {
+	return slices.ContainsFunc(parts, func(p layoutPart) bool { return p.placeholder == name })
+}
+
+// signedValues are what a layout's placeholders stand for in one request.
+type signedValues struct {
+	body, timestamp, id, url, method, form, token []byte
+}
+
+// renderLayout writes the signed content.
+func renderLayout(parts []layoutPart, vals signedValues) []byte {
+	var out []byte
+	for _, p := range parts {
+		switch p.placeholder {
+		case "":
+			out = append(out, p.literal...)
+		case "body":
+			out = append(out, vals.body...)
+		case "timestamp":
+			out = append(out, vals.timestamp...)
+		case "id":
+			out = append(out, vals.id...)
+		case "url":
+			out = append(out, vals.url...)
+		case "method":
+			out = append(out, vals.method...)
+		case "form":
+			out = append(out, vals.form...)
+		case "token":
+			out = append(out, vals.token...)
+		}
+	}
+	return out
+}
+
+// headerFormat is a parsed Preset.HeaderFormat. A zero value is a bare
+// signature.
+type headerFormat struct {
+	separator    string
+	timestampKey string
+	signatureKey string
+}
+
+// schemeParseHeaderFormat parses "<tkey>={timestamp}<sep><skey>={signature}" (in
+// either order), or "" for a bare signature.
+func schemeParseHeaderFormat(format string) (headerFormat, error) {
+	if format == "" || format == "{signature}" {
+		return headerFormat{}, nil
+	}
+	var f headerFormat
+	for _, sep := range []string{",", ";", " ", "&"} {
+		entries := strings.Split(format, sep)
+		if len(entries) != 2 {
+			continue
+		}
+		f.separator = sep
+		for _, e := range entries {
+			key, value, ok := strings.Cut(e, "=")
+			switch {
+			case !ok || key == "":
+			case value == "{timestamp}":
+				f.timestampKey = key
+			case value == "{signature}":
+				f.signatureKey = key
+			}
+		}
+		if f.timestampKey != "" && f.signatureKey != "" && f.timestampKey != f.signatureKey {
+			return f, nil
+		}
+	}
+	return headerFormat{}, fmt.Errorf("header format %q is neither {signature} nor <key>={timestamp}<sep><key>={signature} with sep one of , ; space &", format)
+}
+
+// maxSignatureEntries bounds the signature entries read from one header, so a
+// hostile header costs bounded work.
+const maxSignatureEntries = 16
+
+// parsedSignature is what a signature header yields.
+type parsedSignature struct {
+	timestamp  string
+	signatures [][]byte
+}
+
+// schemeParseSignature reads the signatures (and, in a keyed list, the
+// timestamp) from a signature header value. Malformed entries of a keyed
+// list are skipped, as the senders' SDKs skip them; a bare signature that
+// does not decode is an error.
+func schemeParseSignature(value string, f headerFormat, prefix string, enc Encoding, size int) (parsedSignature, error) {
+	if f.separator == "" {
+		encoded, ok := strings.CutPrefix(value, prefix)
+		if !ok {
+			return parsedSignature{}, fmt.Errorf("%w: signature does not start with %q", ErrInvalidHeader, prefix)
+		}
+		sig, ok := schemeDecodeSig(encoded, enc, size)
+		if !ok {
+			return parsedSignature{}, fmt.Errorf("%w: signature is not a %s MAC of %d bytes", ErrInvalidHeader, enc, size)
+		}
+		return parsedSignature{signatures: [][]byte{sig}}, nil
+	}
+	var out parsedSignature
+	for entry := range strings.SplitSeq(value, f.separator) {
+		key, val, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if !ok {
+			continue
+		}
+		switch key {
+		case f.timestampKey:
+			if out.timestamp != "" && out.timestamp != val {
+				return parsedSignature{}, fmt.Errorf("%w: two different timestamps", ErrInvalidHeader)
+			}
+			out.timestamp = val
+		case f.signatureKey:
+			if len(out.signatures) == maxSignatureEntries {
+				continue
+			}
+			if sig, ok := schemeDecodeSig(strings.TrimPrefix(val, prefix), enc, size); ok {
+				out.signatures = append(out.signatures, sig)
+			}
+		}
+	}
+	if out.timestamp == "" {
+		return parsedSignature{}, fmt.Errorf("%w: no %s= timestamp", ErrInvalidHeader, f.timestampKey)
+	}
+	if len(out.signatures) == 0 {
+		return parsedSignature{}, fmt.Errorf("%w: no well-formed %s= signature", ErrNoValidSignature, f.signatureKey)
+	}
+	return out, nil
+}
+
+// schemeDecodeSig decodes a signature of size bytes; only the canonical
+// encoding passes (padded standard base64, hex of either case).
+func schemeDecodeSig(s string, enc Encoding, size int) ([]byte, bool) {
+	switch enc {
+	case Hex:
+		if len(s) != 2*size {
+			return nil, false
+		}
+		b, err := hex.DecodeString(s)
+		return b, err == nil
+	case Base64:
+		if len(s) != base64.StdEncoding.EncodedLen(size) {
+			return nil, false
+		}
+		b, err := base64.StdEncoding.Strict().DecodeString(s)
+		return b, err == nil && len(b) == size
+	}
+	return nil, false
+}
+
+// schemeHash returns the hash constructor of an HMAC algorithm.
+func schemeHash(a Algorithm) func() hash.Hash {
+	switch a {
+	case SHA1:
+		return sha1.New
+	case SHA512:
+		return sha512.New
+	default:
+		return sha256.New
+	}
+}
+
+// schemeMAC is the HMAC of content under key with the preset's algorithm.
+func schemeMAC(a Algorithm, key, content []byte) []byte {
+	m := hmac.New(schemeHash(a), key)
+	m.Write(content)
+	return m.Sum(nil)
+}
+
+// schemeParseTimestamp parses a signed timestamp in the preset's format.
+// Decimal formats accept only canonical digits (no sign, no leading zero),
+// so the string signed and the time checked cannot disagree.
+func schemeParseTimestamp(s string, f TimestampFormat) (time.Time, bool) {
+	switch f {
+	case RFC3339:
+		t, err := time.Parse(time.RFC3339Nano, s)
+		return t, err == nil
+	case UnixMilliseconds:
+		if !schemeDecimal(s) {
+			return time.Time{}, false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		return time.UnixMilli(n), err == nil
+	default:
+		return parseTimestamp(s)
+	}
+}
+
+// schemeDecimal reports a non-empty run of digits without a leading zero,
+// short enough for int64.
+func schemeDecimal(s string) bool {
+	if s == "" || len(s) > 18 || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// signedTimestamp returns the timestamp the signature covers: from the keyed
+// signature header, the timestamp header or the body field.
+func (v *Verifier) signedTimestamp(r Request, fromSignature string) (string, error) {
+	p := v.preset
+	switch {
+	case v.header.timestampKey != "":
+		return fromSignature, nil
+	case p.TimestampHeader != "":
+		ts := header(r.Headers, p.TimestampHeader)
+		if ts == "" {
+			return "", fmt.Errorf("%w: no %s header", ErrNotSigned, p.TimestampHeader)
+		}
+		return ts, nil
+	case p.TimestampField != "":
+		ts, err := schemeJSONPath(r.Body, p.TimestampField)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: %w", ErrNotSigned, p.TimestampField, err)
+		}
+		return ts, nil
+	}
+	return "", nil
+}
+
+// checkSignedTimestamp parses ts and checks it against the tolerance.
+func (v *Verifier) checkSignedTimestamp(ts string, now time.Time) error {
+	if v.tolerance <= 0 || ts == "" {
+		return nil
+	}
+	signedAt, ok := schemeParseTimestamp(ts, v.preset.TimestampFormat)
+	if !ok {
+		return fmt.Errorf("%w: timestamp is not %s", ErrInvalidHeader, schemeOr(string(v.preset.TimestampFormat), string(UnixSeconds)))
+	}
+	return checkTolerance(signedAt, now, v.tolerance)
+}
+
+func schemeOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// macSize is the MAC length of the preset's algorithm.
+func (v *Verifier) macSize() int { return schemeHash(v.preset.Algorithm)().Size() }
+
+// verifyHMAC verifies the four HMAC families.
+func (v *Verifier) verifyHMAC(r Request) (int, error) {
+	p := v.preset
+	raw := header(r.Headers, p.SignatureHeader)
+	if raw == "" {
+		return -1, fmt.Errorf("%w: no %s header", ErrNotSigned, p.SignatureHeader)
+	}
+	sig, err := schemeParseSignature(raw, v.header, p.Prefix, p.Encoding, v.macSize())
+	if err != nil {
+		return -1, fmt.Errorf("%s: %w", p.SignatureHeader, err)
+	}
+	ts, err := v.signedTimestamp(r, sig.timestamp)
+	if err != nil {
+		return -1, err
+	}
+	if err := v.checkSignedTimestamp(ts, r.Now); err != nil {
+		return -1, err
+	}
+	contents, err := v.signedContents(r, ts)
+	if err != nil {
+		return -1, err
+	}
+	for i, key := range v.keys {
+		for _, content := range contents {
+			expected := schemeMAC(p.Algorithm, key, content)
+			for _, s := range sig.signatures {
+				if hmac.Equal(expected, s) {
+					return i, nil
+				}
+			}
+		}
+	}
+	return -1, fmt.Errorf("%w: %d signature(s) checked against %d secret(s)", ErrNoValidSignature, len(sig.signatures), len(v.keys))
+}
+
+// signedContents returns every content the sender may have signed: one, or
+// for a URL scheme one per accepted spelling of the URL (with and without
+// the scheme's default port, as the senders' SDKs accept).
+func (v *Verifier) signedContents(r Request, ts string) ([][]byte, error) {
+	vals, err := v.signedValues(r, ts)
+	if err != nil {
+		return nil, err
+	}
+	if !schemeLayoutUses(v.layout, "url") {
+		return [][]byte{renderLayout(v.layout, vals)}, nil
+	}
+	var out [][]byte
+	for _, u := range schemeURLSpellings(r.URL) {
+		if v.preset.URLDecodeReserved {
+			u = DecodeReservedURL(u)
+		}
+		vals.url = []byte(u)
+		out = append(out, renderLayout(v.layout, vals))
+	}
+	return out, nil
+}
+
+// signedValues fills the placeholders of the layout from r.
+func (v *Verifier) signedValues(r Request, ts string) (signedValues, error) {
+	p := v.preset
+	vals := signedValues{body: r.Body, timestamp: []byte(ts), method: []byte(schemeOr(r.Method, "POST"))}
+	if schemeLayoutUses(v.layout, "id") {
+		id := header(r.Headers, p.IDHeader)
+		if id == "" {
+			return vals, fmt.Errorf("%w: no %s header", ErrNotSigned, p.IDHeader)
+		}
+		vals.id = []byte(id)
+	}
+	if schemeLayoutUses(v.layout, "url") {
+		if r.URL == "" {
+			return vals, ErrNoPublicURL
+		}
+		vals.url = []byte(r.URL)
+		if p.BodyHashParam != "" && !schemeFormBody(r.Headers) {
+			if err := schemeCheckBodyHash(r.URL, p.BodyHashParam, r.Body); err != nil {
+				return vals, err
+			}
+		}
+	}
+	if schemeLayoutUses(v.layout, "form") && schemeFormBody(r.Headers) {
+		form, err := schemeCanonicalForm(r.Body)
+		if err != nil {
+			return vals, err
+		}
+		vals.form = form
+	}
+	return vals, nil
+}
+
+// schemeFormBody reports an application/x-www-form-urlencoded content type.
+func schemeFormBody(headers map[string]string) bool {
+	mt, _, err := mime.ParseMediaType(header(headers, "content-type"))
+	return err == nil && mt == "application/x-www-form-urlencoded"
+}
+
+// maxFormParams bounds the parameters of a signed form body.
+const maxFormParams = 1000
+
+// schemeCanonicalForm returns a form body's parameters sorted by name, each name
+// followed by its value (values of a repeated name sorted too), the content
+// Twilio signs after the URL. A body that is not a well-formed form is
+// ErrBadPayload.
+func schemeCanonicalForm(body []byte) ([]byte, error) {
+	if strings.Count(string(body), "&") >= maxFormParams {
+		return nil, fmt.Errorf("%w: more than %d form parameters", ErrBadPayload, maxFormParams)
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, fmt.Errorf("%w: form body: %v", ErrBadPayload, err)
+	}
+	var out []byte
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range form {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		// twilio-node sorts a repeated parameter's values and drops repeats.
+		values := slices.Clone(form[name])
+		slices.Sort(values)
+		values = slices.Compact(values)
+		for _, val := range values {
+			out = append(out, name...)
+			out = append(out, val...)
+		}
+	}
+	return out, nil
+}
+
+// schemeCheckBodyHash compares the hex SHA-256 of body with the query parameter
+// param of rawURL: the URL is signed, and through it the body.
+func schemeCheckBodyHash(rawURL, param string, body []byte) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("%w: public URL does not parse", ErrNoPublicURL)
+	}
+	want := u.Query().Get(param)
+	if want == "" {
+		return fmt.Errorf("%w: a JSON body needs the %s query parameter", ErrNotSigned, param)
+	}
+	sum := sha256.Sum256(body)
+	got := hex.EncodeToString(sum[:])
+	if subtle.ConstantTimeCompare([]byte(strings.ToLower(want)), []byte(got)) != 1 {
+		return fmt.Errorf("%w: body does not match %s", ErrNoValidSignature, param)
+	}
+	return nil
+}
+
+// schemeURLSpellings returns rawURL as given, without its port, and with the
+// scheme's default port: senders sign the URL as configured, which a proxy
+// may spell differently.
+func schemeURLSpellings(rawURL string) []string {
+	out := []string{rawURL}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return out
+	}
+	if u.Port() != "" {
+		noPort := *u
+		noPort.Host = u.Hostname()
+		out = append(out, noPort.String())
+		return out
+	}
+	port := map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	if port != "" {
+		withPort := *u
+		withPort.Host = u.Host + ":" + port
+		out = append(out, withPort.String())
+	}
+	return out
+}
+
+// reservedDecoder decodes the percent-encodings HubSpot decodes before
+// signing a URL, in either hex case.
+var reservedDecoder = func() *strings.Replacer {
+	var pairs []string
+	for _, c := range ":/?@!$'()*,;" {
+		enc := fmt.Sprintf("%%%02X", c)
+		pairs = append(pairs, enc, string(c), strings.ToLower(enc), string(c))
+	}
+	return strings.NewReplacer(pairs...)
+}()
+
+// DecodeReservedURL returns rawURL with the percent-encodings of
+// : / ? @ ! $ ' ( ) * , ; decoded: the URL HubSpot signs (Preset.URLDecodeReserved).
+func DecodeReservedURL(rawURL string) string { return reservedDecoder.Replace(rawURL) }
+
+// schemeURLWithoutPort is rawURL without an explicit port.
+func schemeURLWithoutPort(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Port() == "" {
+		return rawURL
+	}
+	u.Host = u.Hostname()
+	return u.String()
+}
+
+// addSecret turns one configured secret into a key of the family.
+func (v *Verifier) addSecret(secret string) error {
+	p := v.preset
+	switch p.Family {
+	case FamilyPublicKey:
+		return v.addPublicKey(secret)
+	case FamilyToken:
+		v.keys = append(v.keys, []byte(secret))
+		return nil
+	}
+	if p.SecretFormat == SecretWhsec {
+		key, err := DecodeStandardSecret(secret)
+		if err != nil {
+			return err
+		}
+		v.keys = append(v.keys, key)
+		return nil
+	}
+	if p.SecretFormat == SecretHTMLSpecialChars {
+		secret = schemeHTMLSpecialChars.Replace(secret)
+	}
+	v.keys = append(v.keys, []byte(secret))
+	return nil
+}
+
+// schemeHTMLSpecialChars decodes what PHP's htmlspecialchars encodes (ENT_QUOTES).
+var schemeHTMLSpecialChars = strings.NewReplacer("&amp;", "&", "&quot;", `"`, "&#039;", "'", "&#39;", "'", "&lt;", "<", "&gt;", ">")

@@ -1,0 +1,131 @@
+package webhooktest_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/idemlambda/idem/pkg/webhook"
+	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
+)
+
+// Private keys for the public-key presets: RFC 8032 section 7.1 test 1
+// (Ed25519) and the key of sendgrid/sendgrid-go
+// helpers/eventwebhook/eventwebhook_test.go (testPrivateKey, ECDSA P-256).
+const (
+	ed25519Seed  = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
+	sendgridPriv = "MHcCAQEEIEQmZgBEh9DcU9zMl34czK3xov4AYvm9P3r7rNB2dNXtoAoGCCqGSM49AwEHoUQDQgAEEDr2LjtURuePQzplybdC+u4CwrqDqBaWjcMMsTbhdbcwHBcepxo7yAQGhHPTnlvFYPAZFceEu/1FwCM/QmGUhA=="
+	sendgridPub  = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEEDr2LjtURuePQzplybdC+u4CwrqDqBaWjcMMsTbhdbcwHBcepxo7yAQGhHPTnlvFYPAZFceEu/1FwCM/QmGUhA=="
+)
+
+// keys returns what the sender signs with and what the verifier is given.
+func keys(t *testing.T, p webhook.Preset) (signWith, verifyWith string) {
+	t.Helper()
+	switch p.Algorithm {
+	case webhook.Ed25519:
+		pub, err := webhooktest.PublicKey(p.Algorithm, ed25519Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ed25519Seed, pub
+	case webhook.ECDSAP256:
+		pub, err := webhooktest.PublicKey(p.Algorithm, sendgridPriv)
+		if err != nil || pub != sendgridPub {
+			t.Fatalf("PublicKey = %q, %v; want sendgrid-go's testPublicKey", pub, err)
+		}
+		return sendgridPriv, sendgridPub
+	}
+	return "whsec_c2VjcmV0LWZvci0" + p.Name, "whsec_c2VjcmV0LWZvci0" + p.Name
+}
+
+func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
+	now := time.Now()
+	for _, name := range webhook.PresetNames() {
+		t.Run(name, func(t *testing.T) {
+			p, _ := webhook.Lookup(name)
+			signWith, verifyWith := keys(t, p)
+			v, err := webhook.NewVerifier(p, []string{verifyWith}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := map[string]bool{}
+			for i := range 2 {
+				eventID := fmt.Sprintf("evt-%s-%d", name, i)
+				r, err := webhooktest.Sample(name, eventID, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.URL = "https://hooks.example.com/webhooks/" + name + "?x=1"
+				signed, err := webhooktest.Sign(p, signWith, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := v.Verify(signed); err != nil {
+					t.Fatalf("Verify(signed sample): %v", err)
+				}
+				d, err := v.Event(signed)
+				if err != nil {
+					t.Fatalf("Event: %v", err)
+				}
+				if d.Handshake != nil || d.ID == "" {
+					t.Fatalf("Event = %+v, want an event", d)
+				}
+				if (p.EventID.Field != "" || p.EventID.Header != "") && name != "mailgun" && d.ID != eventID {
+					t.Fatalf("ID = %q, want %q", d.ID, eventID)
+				}
+				ids[d.ID] = true
+				// Signing the same delivery again (a retry, a second later)
+				// keeps the id.
+				again, err := webhooktest.Sign(p, signWith, webhook.Request{Body: signed.Body, Headers: r.Headers, URL: r.URL, Now: now.Add(time.Second)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				again.Now = again.Now.Add(time.Second)
+				if d2, err := v.Event(again); err != nil || d2.ID != d.ID {
+					t.Fatalf("re-signed: %+v, %v; first id %q", d2, err, d.ID)
+				}
+				// Any change to the body is refused.
+				tampered := signed
+				tampered.Body = append(append([]byte{}, signed.Body...), ' ')
+				if name == "mailgun" {
+					continue // Mailgun signs the token, not the body
+				}
+				if err := v.Verify(tampered); !errors.Is(err, webhook.ErrNoValidSignature) && p.Family != webhook.FamilyToken {
+					t.Fatalf("tampered body: %v", err)
+				}
+			}
+			if len(ids) != 2 {
+				t.Fatalf("two events, ids %v", ids)
+			}
+		})
+	}
+}
+
+func TestSignedSamplesWithAnotherSecretAreRefused(t *testing.T) {
+	for _, name := range webhook.PresetNames() {
+		p, _ := webhook.Lookup(name)
+		if p.Family == webhook.FamilyPublicKey {
+			continue
+		}
+		v, err := webhook.NewVerifier(p, []string{"whsec_cmlnaHQtc2VjcmV0"}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := webhooktest.Sample(name, "evt-1", time.Now())
+		r.URL = "https://hooks.example.com/x"
+		signed, err := webhooktest.Sign(p, "whsec_d3Jvbmctc2VjcmV0", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Verify(signed); !errors.Is(err, webhook.ErrNoValidSignature) {
+			t.Errorf("%s: signed with another secret: %v", name, err)
+		}
+	}
+}
+
+func TestUnknownSample(t *testing.T) {
+	if _, err := webhooktest.Sample("nope", "x", time.Now()); err == nil {
+		t.Fatal("a sample for an unknown preset")
+	}
+}
