@@ -14,7 +14,7 @@
 // Each test asserts the properties the design promises under its fault (no work without a
 // claim, fail closed while Redis is unreachable, no duplicate while the record survives, full
 // recovery) and logs what it measured (outcome counts, durations, duplicate executions that
-// the fault made possible) with t.Logf, which the README cites. Run them with
+// the fault made possible) with t.Logf, which docs/reliability.md cites. Run them with
 //
 //	make test-faults
 //

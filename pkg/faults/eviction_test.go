@@ -31,7 +31,7 @@ import (
 //   - volatile-ttl: the shortest TTLs go first, which are the in-progress claims: a concurrent
 //     duplicate can then execute while the first is still running.
 //
-// Every subtest asserts what must hold under its policy and logs the counts the README cites.
+// Every subtest asserts what must hold under its policy and logs the counts docs/reliability.md cites.
 func TestMemoryPressureEviction(t *testing.T) {
 	for _, policy := range []string{"noeviction", "allkeys-lru", "volatile-lru", "volatile-ttl"} {
 		t.Run(policy, func(t *testing.T) { testEviction(t, policy) })

@@ -68,7 +68,7 @@ func (e event) request(now time.Time) events.APIGatewayV2HTTPRequest {
 	}
 }
 
-// recordKey is the Redis key the core stores an event's record under (SPEC section 4):
+// recordKey is the Redis key the core stores an event's record under (docs/design.md):
 // <prefix>:{<scope>:<hex sha256(id)>}.
 func recordKey(prefix, scope, id string) string {
 	sum := sha256.Sum256([]byte(id))

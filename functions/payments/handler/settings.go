@@ -21,7 +21,7 @@ import (
 	"github.com/idemlambda/idem/pkg/setting"
 )
 
-// Environment variables read by New, besides REDIS_*, IDEM_* and LOG_LEVEL (SPEC.md section 2).
+// Environment variables read by New, besides REDIS_*, IDEM_* and LOG_LEVEL (docs/configuration.md).
 const (
 	// EnvLedger picks the ledger: "dynamodb" or "memory". Default "dynamodb" inside Lambda
 	// (AWS_LAMBDA_RUNTIME_API set) and "memory" outside; inside Lambda "memory" is used only when
