@@ -95,12 +95,13 @@ clean:
 # (BuildMethod: makefile), because its go1.x builder sets neither -tags lambda.norpc nor CGO_ENABLED=0.
 # samconfig.toml sets build_in_source: SAM runs these targets in the repository instead of copying it
 # (with .tools/ and bin/) once per function; each writes only its bootstrap into ARTIFACTS_DIR, and the
-# five webhook builds after the first come from Go's build cache.
+# webhook builds after the first come from Go's build cache. The webhook functions are those of the
+# template's WebhookProviders parameter (Fn::ForEach), one per provider, all named Webhook<Key>Function:
+# one pattern rule builds each of them.
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
-WEBHOOK_FUNCTIONS := WebhookStripeFunction WebhookGithubFunction WebhookShopifyFunction WebhookStandardFunction WebhookSlackFunction
 
-$(addprefix build-,$(WEBHOOK_FUNCTIONS)):
+build-Webhook%Function:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/webhook
 
 build-PaymentsFunction:
