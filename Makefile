@@ -24,9 +24,11 @@ build: deps
 	$(GO) build ./...
 
 # Local API on 127.0.0.1:3000 serving every route of template.yaml, on embedded Redis unless
-# REDIS_URL is set.
+# REDIS_URL is set. The webhook routes are those of the template's default WebhookProviders;
+# PROVIDERS=all serves every provider the template can deploy, PROVIDERS=Stripe,Twilio a choice.
+PROVIDERS ?=
 run: deps
-	$(GO) run ./cmd/localapi
+	$(GO) run ./cmd/localapi $(if $(PROVIDERS),-providers '$(PROVIDERS)')
 
 # Sign and post sample events: make send PROVIDER=stripe URL=http://127.0.0.1:3000 N=10
 send: deps

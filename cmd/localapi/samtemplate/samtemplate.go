@@ -104,6 +104,9 @@ type Template struct {
 	Path string
 	// Functions are the template's AWS::Serverless::Function resources, sorted by LogicalID.
 	Functions []Function
+	// Mappings is the template's Mappings section: mapping name, top-level key, second-level
+	// key, value (a string or a list of strings).
+	Mappings map[string]map[string]map[string]any
 }
 
 // Function is one AWS::Serverless::Function of the template.
@@ -237,6 +240,16 @@ func ParseWithParameters(data []byte, params map[string]string) (*Template, erro
 	}
 
 	out := &Template{}
+	if len(tpl.Mappings) > 0 {
+		// Through JSON: goformation holds the section as untyped values.
+		js, err := json.Marshal(tpl.Mappings)
+		if err == nil {
+			err = json.Unmarshal(js, &out.Mappings)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: Mappings: %v", ErrTemplate, err)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(tpl.GetAllServerlessFunctionResources())) {
 		fn := tpl.GetAllServerlessFunctionResources()[id]
 		f := Function{
