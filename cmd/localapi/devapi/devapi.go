@@ -203,10 +203,18 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	return a, nil
 }
 
+// ErrUnknownProvider is wrapped by the error of New and ResolveParameters for a member of
+// ProvidersParameter that is not a key of the template's ProvidersMapping (the template's own
+// rule refuses it too, at deploy).
+var ErrUnknownProvider = errors.New("devapi: unknown webhook provider")
+
 // ResolveParameters returns params as the template at path takes them: AllProviders, as the
-// value of ProvidersParameter, replaced by every key of the template's ProvidersMapping.
+// value of ProvidersParameter, replaced by every key of the template's ProvidersMapping. A member
+// of ProvidersParameter that is no key of that mapping is an error wrapping ErrUnknownProvider,
+// which names the keys.
 func ResolveParameters(template string, params map[string]string) (map[string]string, error) {
-	if strings.TrimSpace(params[ProvidersParameter]) != AllProviders {
+	list, ok := params[ProvidersParameter]
+	if !ok {
 		return params, nil
 	}
 	t, err := samtemplate.Load(template)
@@ -215,10 +223,18 @@ func ResolveParameters(template string, params map[string]string) (map[string]st
 	}
 	keys := slices.Sorted(maps.Keys(t.Mappings[ProvidersMapping]))
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("devapi: %s=%s: %s has no mapping %s", ProvidersParameter, AllProviders, template, ProvidersMapping)
+		return nil, fmt.Errorf("devapi: %s is given, but %s has no mapping %s", ProvidersParameter, template, ProvidersMapping)
 	}
-	params = maps.Clone(params)
-	params[ProvidersParameter] = strings.Join(keys, ",")
+	if strings.TrimSpace(list) == AllProviders {
+		params = maps.Clone(params)
+		params[ProvidersParameter] = strings.Join(keys, ",")
+		return params, nil
+	}
+	for _, k := range strings.Split(list, ",") {
+		if !slices.Contains(keys, strings.TrimSpace(k)) {
+			return nil, fmt.Errorf("%w %q in %s (one of %s, or %s)", ErrUnknownProvider, strings.TrimSpace(k), ProvidersParameter, strings.Join(keys, ", "), AllProviders)
+		}
+	}
 	return params, nil
 }
 

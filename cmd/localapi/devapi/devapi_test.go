@@ -244,9 +244,15 @@ func TestAllProvidersIsEveryProviderTheTemplateCanDeploy(t *testing.T) {
 	if webhooks != len(keys) {
 		t.Errorf("%d webhook functions for %d providers", webhooks, len(keys))
 	}
-	// Any other value is the template's to judge.
-	same, err := devapi.ResolveParameters("../../../template.yaml", map[string]string{devapi.ProvidersParameter: "Stripe"})
-	if err != nil || same[devapi.ProvidersParameter] != "Stripe" {
-		t.Errorf("ResolveParameters(Stripe) = %v, %v", same, err)
+	// A list of keys is kept as given; a name that is no key is refused with the keys.
+	same, err := devapi.ResolveParameters("../../../template.yaml", map[string]string{devapi.ProvidersParameter: "Stripe, Twilio"})
+	if err != nil || same[devapi.ProvidersParameter] != "Stripe, Twilio" {
+		t.Errorf("ResolveParameters(Stripe, Twilio) = %v, %v", same, err)
+	}
+	for _, bad := range []string{"stripe", "Stripe,Bogus", ""} {
+		_, err := devapi.ResolveParameters("../../../template.yaml", map[string]string{devapi.ProvidersParameter: bad})
+		if !errors.Is(err, devapi.ErrUnknownProvider) || !strings.Contains(err.Error(), "CoinbaseCommerce") {
+			t.Errorf("ResolveParameters(%q): %v, want ErrUnknownProvider naming the keys", bad, err)
+		}
 	}
 }
