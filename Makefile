@@ -24,9 +24,11 @@ build: deps
 	$(GO) build ./...
 
 # Local API on 127.0.0.1:3000 serving every route of template.yaml, on embedded Redis unless
-# REDIS_URL is set.
+# REDIS_URL is set. The webhook routes are those of the template's default WebhookProviders;
+# PROVIDERS=all serves every provider the template can deploy, PROVIDERS=Stripe,Twilio a choice.
+PROVIDERS ?=
 run: deps
-	$(GO) run ./cmd/localapi
+	$(GO) run ./cmd/localapi $(if $(PROVIDERS),-providers '$(PROVIDERS)')
 
 # Sign and post sample events: make send PROVIDER=stripe URL=http://127.0.0.1:3000 N=10
 send: deps
@@ -95,12 +97,13 @@ clean:
 # (BuildMethod: makefile), because its go1.x builder sets neither -tags lambda.norpc nor CGO_ENABLED=0.
 # samconfig.toml sets build_in_source: SAM runs these targets in the repository instead of copying it
 # (with .tools/ and bin/) once per function; each writes only its bootstrap into ARTIFACTS_DIR, and the
-# five webhook builds after the first come from Go's build cache.
+# webhook builds after the first come from Go's build cache. The webhook functions are those of the
+# template's WebhookProviders parameter (Fn::ForEach), one per provider, all named Webhook<Key>Function:
+# one pattern rule builds each of them.
 LAMBDA_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
-WEBHOOK_FUNCTIONS := WebhookStripeFunction WebhookGithubFunction WebhookShopifyFunction WebhookStandardFunction WebhookSlackFunction
 
-$(addprefix build-,$(WEBHOOK_FUNCTIONS)):
+build-Webhook%Function:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/webhook
 
 build-PaymentsFunction:

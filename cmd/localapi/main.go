@@ -13,6 +13,14 @@
 //
 //	go run ./cmd/localapi -secret stripe=whsec_...
 //
+// The webhook routes are those a deploy with the template's defaults creates: one per provider
+// of its WebhookProviders parameter (Stripe, GitHub, Shopify, Standard Webhooks, Slack). -providers
+// (else LOCALAPI_PROVIDERS) serves others, as keys of the template's WebhookProvider mapping, or
+// every provider the template can deploy:
+//
+//	go run ./cmd/localapi -providers all      # make run PROVIDERS=all
+//	go run ./cmd/localapi -providers Stripe,Twilio,CoinbaseCommerce
+//
 // Package devapi documents how each function's environment is made; package gateway what is
 // answered how.
 package main
@@ -43,16 +51,26 @@ const DefaultAddr = "127.0.0.1:3000"
 // EnvAddr is the environment variable that changes the default of -addr.
 const EnvAddr = "LOCALAPI_ADDR"
 
+// EnvProviders is the environment variable that changes the default of -providers.
+const EnvProviders = "LOCALAPI_PROVIDERS"
+
 func main() {
 	addr := flag.String("addr", envOr(EnvAddr, DefaultAddr), "host:port to listen on (env "+EnvAddr+")")
 	template := flag.String("template", devapi.DefaultTemplate, "SAM template whose routes are served")
+	providers := flag.String("providers", os.Getenv(EnvProviders), "webhook providers to serve, as the template's "+devapi.ProvidersParameter+
+		" parameter takes them (keys of its "+devapi.ProvidersMapping+" mapping, comma-separated), or "+devapi.AllProviders+
+		"; empty: the parameter's default (env "+EnvProviders+")")
 	secrets := secretFlag{}
 	flag.Var(secrets, "secret", "`provider=secret` also accepted by that provider's function, besides its development secret (repeatable), e.g. the whsec_ secret of `stripe listen`")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, devapi.Config{Template: *template, Secrets: secrets}, os.Stderr, nil); err != nil {
+	cfg := devapi.Config{Template: *template, Secrets: secrets}
+	if p := strings.TrimSpace(*providers); p != "" {
+		cfg.Parameters = map[string]string{devapi.ProvidersParameter: p}
+	}
+	if err := run(ctx, *addr, cfg, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "localapi:", err)
 		os.Exit(1)
 	}
@@ -119,7 +137,8 @@ func run(ctx context.Context, addr string, cfg devapi.Config, out io.Writer, rea
 // banner prints the routes, the secrets and a few ready-to-paste requests.
 func banner(w io.Writer, api *devapi.API, base string) {
 	fmt.Fprintf(w, "idem local API: %d routes of %s, in-process, as API Gateway HTTP API payload v2.0\n", len(api.Template.Routes()), api.Template.Path)
-	fmt.Fprintf(w, "redis: %s\n\n", api.RedisDescription())
+	fmt.Fprintf(w, "redis: %s\n", api.RedisDescription())
+	fmt.Fprintf(w, "webhook providers: %s (-providers %s serves every provider the template can deploy)\n\n", strings.Join(api.Providers(), ", "), devapi.AllProviders)
 	routes := api.Template.Routes()
 	slices.SortStableFunc(routes, func(a, b samtemplate.Route) int {
 		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Method, b.Method))

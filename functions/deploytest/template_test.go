@@ -8,13 +8,16 @@ import (
 	"testing"
 
 	"github.com/awslabs/goformation/v7/intrinsics"
+
+	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 )
 
 const templatePath = "../../template.yaml"
 
-// stack is template.yaml as deployed with some parameters: resources whose condition holds,
-// with every Fn::If resolved and every AWS::NoValue removed. Other intrinsics (Ref of a
-// resource, Fn::GetAtt, Fn::Sub) are kept as written.
+// stack is template.yaml as deployed with some parameters: the AWS::LanguageExtensions transform
+// applied (Fn::ForEach expanded, Fn::FindInMap resolved), resources whose condition holds, with
+// every Fn::If resolved and every AWS::NoValue removed. Other intrinsics (Ref of a resource,
+// Fn::GetAtt, Fn::Sub) are kept as written.
 type stack struct {
 	params    map[string]string
 	raw       map[string]any
@@ -55,6 +58,9 @@ func deploy(t *testing.T, overrides map[string]string) *stack {
 			t.Fatalf("no parameter %s", k)
 		}
 		s.params[k] = v
+	}
+	if err := samtemplate.ApplyLanguageExtensions(s.raw, overrides); err != nil {
+		t.Fatal(err)
 	}
 	for name, r := range s.raw["Resources"].(map[string]any) {
 		r := r.(map[string]any)
@@ -230,6 +236,18 @@ func getAttResource(v any) string {
 func props(r map[string]any) map[string]any { m, _ := r["Properties"].(map[string]any); return m }
 
 func isRef(v any, name string) bool { return get(v, "Ref") == name }
+
+// refersTo returns the resource or parameter v stands for: X for {"Ref": X} and for
+// {"Fn::Sub": "${X}"}, which CloudFormation resolves alike; else "".
+func refersTo(v any) string {
+	if r, ok := get(v, "Ref").(string); ok {
+		return r
+	}
+	if s, ok := get(v, "Fn::Sub").(string); ok && strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}") && strings.Count(s, "${") == 1 {
+		return s[2 : len(s)-1]
+	}
+	return ""
+}
 
 var functions = []string{"PaymentsFunction", "WebhookGithubFunction", "WebhookShopifyFunction",
 	"WebhookSlackFunction", "WebhookStandardFunction", "WebhookStripeFunction"}
@@ -491,22 +509,29 @@ func TestAlarmsWatchFunctionsAPIAndQueue(t *testing.T) {
 		}
 		switch ns := p["Namespace"]; ns {
 		case "AWS/Lambda":
-			watched[jsonString(p["MetricName"])+" "+get(p, "Dimensions", "0", "Value", "Ref").(string)] = true
+			watched[jsonString(p["MetricName"])+" "+refersTo(get(p, "Dimensions", "0", "Value"))] = true
 		case "AWS/ApiGateway", "AWS/SQS":
 			watched[jsonString(ns)+" "+jsonString(p["MetricName"])] = true
-		case nil:
-			for _, m := range p["Metrics"].([]any) {
-				if get(m, "MetricStat", "Metric", "Namespace") == "Idem" && get(m, "MetricStat", "Metric", "Dimensions", "1", "Value") == "error" {
-					watched["outcome=error"] = true
-				}
+		case "Idem":
+			// The EMF metric's function dimension: a webhook function's deployed name, or
+			// "payments".
+			fn := refersTo(get(p, "Dimensions", "0", "Value"))
+			if fn == "" {
+				fn = jsonString(get(p, "Dimensions", "0", "Value"))
+			}
+			if get(p, "MetricName") == "requests" && get(p, "Dimensions", "1", "Name") == "outcome" && get(p, "Dimensions", "1", "Value") == "error" {
+				watched["outcome=error "+fn] = true
 			}
 		}
 	}
 	var want []string
 	for _, f := range functions {
 		want = append(want, "Errors "+f, "Throttles "+f)
+		if f != "PaymentsFunction" {
+			want = append(want, "outcome=error "+f)
+		}
 	}
-	want = append(want, "AWS/ApiGateway 5xx", "outcome=error", "AWS/SQS ApproximateNumberOfMessagesVisible")
+	want = append(want, "AWS/ApiGateway 5xx", "outcome=error payments", "AWS/SQS ApproximateNumberOfMessagesVisible")
 	for _, w := range want {
 		if !watched[w] {
 			t.Errorf("no alarm on %s", w)

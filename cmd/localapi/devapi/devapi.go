@@ -32,6 +32,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/alicebob/miniredis/v2"
@@ -47,6 +48,18 @@ import (
 // DefaultTemplate is the template served when Config.Template is empty.
 const DefaultTemplate = "template.yaml"
 
+// The template's choice of webhook providers: the functions a deploy creates are those of the
+// keys listed in ProvidersParameter, each a key of the ProvidersMapping mapping.
+const (
+	// ProvidersParameter is the template parameter listing the webhook providers to deploy.
+	ProvidersParameter = "WebhookProviders"
+	// ProvidersMapping is the template mapping with one row per provider that can be deployed.
+	ProvidersMapping = "WebhookProvider"
+	// AllProviders, as the value of ProvidersParameter in Config.Parameters, stands for every
+	// key of ProvidersMapping: every provider the template can deploy.
+	AllProviders = "all"
+)
+
 // DevSecret returns the development signing secret of a webhook provider, the one the local
 // API's webhook functions accept.
 func DevSecret(provider string) string { return webhookhandler.DevSecret(provider) }
@@ -55,6 +68,11 @@ func DevSecret(provider string) string { return webhookhandler.DevSecret(provide
 type Config struct {
 	// Template is the SAM template's path. Default DefaultTemplate.
 	Template string
+	// Parameters are values for the template's parameters, as `sam deploy
+	// --parameter-overrides` would give them; the others take their defaults. Nil serves what a
+	// deploy with every default creates. Parameters[ProvidersParameter] chooses the webhook
+	// functions (AllProviders: every provider the template can deploy).
+	Parameters map[string]string
 	// Getenv reads the process environment. Default os.Getenv.
 	Getenv func(string) string
 	// LogOutput receives the functions' log lines (one JSON line per request, and the log
@@ -114,7 +132,11 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	if cfg.AccessLog == nil {
 		cfg.AccessLog = os.Stderr
 	}
-	t, err := samtemplate.Load(cfg.Template)
+	params, err := ResolveParameters(cfg.Template, cfg.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	t, err := samtemplate.LoadWithParameters(cfg.Template, params)
 	if err != nil {
 		return nil, fmt.Errorf("devapi: %w", err)
 	}
@@ -179,6 +201,41 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		return nil, fmt.Errorf("devapi: %w", err)
 	}
 	return a, nil
+}
+
+// ErrUnknownProvider is wrapped by the error of New and ResolveParameters for a member of
+// ProvidersParameter that is not a key of the template's ProvidersMapping (the template's own
+// rule refuses it too, at deploy).
+var ErrUnknownProvider = errors.New("devapi: unknown webhook provider")
+
+// ResolveParameters returns params as the template at path takes them: AllProviders, as the
+// value of ProvidersParameter, replaced by every key of the template's ProvidersMapping. A member
+// of ProvidersParameter that is no key of that mapping is an error wrapping ErrUnknownProvider,
+// which names the keys.
+func ResolveParameters(template string, params map[string]string) (map[string]string, error) {
+	list, ok := params[ProvidersParameter]
+	if !ok {
+		return params, nil
+	}
+	t, err := samtemplate.Load(template)
+	if err != nil {
+		return nil, fmt.Errorf("devapi: %w", err)
+	}
+	keys := slices.Sorted(maps.Keys(t.Mappings[ProvidersMapping]))
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("devapi: %s is given, but %s has no mapping %s", ProvidersParameter, template, ProvidersMapping)
+	}
+	if strings.TrimSpace(list) == AllProviders {
+		params = maps.Clone(params)
+		params[ProvidersParameter] = strings.Join(keys, ",")
+		return params, nil
+	}
+	for _, k := range strings.Split(list, ",") {
+		if !slices.Contains(keys, strings.TrimSpace(k)) {
+			return nil, fmt.Errorf("%w %q in %s (one of %s, or %s)", ErrUnknownProvider, strings.TrimSpace(k), ProvidersParameter, strings.Join(keys, ", "), AllProviders)
+		}
+	}
+	return params, nil
 }
 
 // openRedis builds the shared client: for REDIS_URL and the other REDIS_* variables, or for an
@@ -286,6 +343,18 @@ func (a *API) Close() error {
 		return fmt.Errorf("devapi: close: %w", err)
 	}
 	return nil
+}
+
+// Providers returns the webhook providers served, sorted.
+func (a *API) Providers() []string {
+	var out []string
+	for _, f := range a.Functions {
+		if p := f.Provider(); p != "" {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Provider returns the webhook provider of a function, or "".

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemlambda/idem/cmd/events/samples"
 	"github.com/idemlambda/idem/cmd/localapi/devapi"
+	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/testsupport"
 )
@@ -193,5 +195,64 @@ func TestARedisSettingWithoutRedisURLFailsStartWithTheVariable(t *testing.T) {
 	var se *setting.Error
 	if !errors.As(err, &se) || se.Var != "REDIS_CLUSTER" {
 		t.Fatalf("New: %v, want a *setting.Error naming REDIS_CLUSTER", err)
+	}
+}
+
+func TestWebhookProvidersParameterChoosesTheWebhookRoutes(t *testing.T) {
+	api, base := startWith(t, devapi.Config{
+		Getenv:     func(string) string { return "" },
+		Parameters: map[string]string{devapi.ProvidersParameter: "Slack,Github"},
+	})
+	if got := api.Providers(); !slices.Equal(got, []string{"github", "slack"}) {
+		t.Fatalf("providers %v, want github and slack", got)
+	}
+	if _, ok := api.Function("WebhookGithubFunction"); !ok {
+		t.Error("no WebhookGithubFunction")
+	}
+	if got := deliver(t, base, "github", devapi.DevSecret("github"), "delivery-chosen-1"); got != 200 {
+		t.Errorf("github delivery: %d, want 200", got)
+	}
+	if got := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_not_chosen"); got != 404 {
+		t.Errorf("stripe, not chosen: %d, want 404", got)
+	}
+	// By default, the template's default providers.
+	def, _ := start(t, nil)
+	if got := def.Providers(); !slices.Equal(got, []string{"github", "shopify", "slack", "standard", "stripe"}) {
+		t.Errorf("default providers %v", got)
+	}
+}
+
+func TestAllProvidersIsEveryProviderTheTemplateCanDeploy(t *testing.T) {
+	params, err := devapi.ResolveParameters("../../../template.yaml", map[string]string{devapi.ProvidersParameter: devapi.AllProviders, "LogLevel": "debug"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := strings.Split(params[devapi.ProvidersParameter], ",")
+	if len(keys) < 20 || !slices.Contains(keys, "Stripe") || !slices.Contains(keys, "CoinbaseCommerce") || params["LogLevel"] != "debug" {
+		t.Errorf("resolved parameters %v", params)
+	}
+	tpl, err := samtemplate.LoadWithParameters("../../../template.yaml", params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhooks := 0
+	for _, f := range tpl.Functions {
+		if f.Code == samtemplate.Webhook {
+			webhooks++
+		}
+	}
+	if webhooks != len(keys) {
+		t.Errorf("%d webhook functions for %d providers", webhooks, len(keys))
+	}
+	// A list of keys is kept as given; a name that is no key is refused with the keys.
+	same, err := devapi.ResolveParameters("../../../template.yaml", map[string]string{devapi.ProvidersParameter: "Stripe, Twilio"})
+	if err != nil || same[devapi.ProvidersParameter] != "Stripe, Twilio" {
+		t.Errorf("ResolveParameters(Stripe, Twilio) = %v, %v", same, err)
+	}
+	for _, bad := range []string{"stripe", "Stripe,Bogus", ""} {
+		_, err := devapi.ResolveParameters("../../../template.yaml", map[string]string{devapi.ProvidersParameter: bad})
+		if !errors.Is(err, devapi.ErrUnknownProvider) || !strings.Contains(err.Error(), "CoinbaseCommerce") {
+			t.Errorf("ResolveParameters(%q): %v, want ErrUnknownProvider naming the keys", bad, err)
+		}
 	}
 }

@@ -10,6 +10,11 @@
 // (as opposed to a parameter) resolve to nothing that can leak into an environment value,
 // because such values only exist after a deploy; Ref of a resource is kept as its logical ID
 // only where the template names an API (ApiId).
+//
+// goformation knows nothing of the AWS::LanguageExtensions transform, which the template uses to
+// write one webhook function per provider of a parameter with Fn::ForEach: ApplyLanguageExtensions
+// expands those loops first, for the parameters' defaults or for the values LoadWithParameters is
+// given, so the local tools see the functions a deploy with those values would create.
 package samtemplate
 
 import (
@@ -30,17 +35,31 @@ import (
 	"github.com/awslabs/goformation/v7/intrinsics"
 )
 
-// withoutAccessLogSettings returns the template as JSON (short-form intrinsics in long form),
-// without the AccessLogSettings of its AWS::Serverless::HttpApi resources. goformation's SAM
-// specification names that property AccessLogSetting, and it refuses unknown properties; the
-// local tools have no use for access logs.
-func withoutAccessLogSettings(data []byte) ([]byte, error) {
+// prepare returns the template as JSON (short-form intrinsics in long form), as deployed with
+// params: each given parameter's Default replaced by its value, then the
+// AWS::LanguageExtensions transform applied (ApplyLanguageExtensions). It also drops the
+// AccessLogSettings of the AWS::Serverless::HttpApi resources: goformation's SAM specification
+// names that property AccessLogSetting, and it refuses unknown properties; the local tools have
+// no use for access logs.
+func prepare(data []byte, params map[string]string) ([]byte, error) {
 	js, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
 	if err != nil {
 		return nil, err
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(js, &doc); err != nil {
+		return nil, err
+	}
+	parameters, _ := doc["Parameters"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		p, ok := parameters[name].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%w: no parameter %s", ErrTemplate, name)
+		}
+		// goformation resolves a Ref to a parameter to its Default.
+		p["Default"] = params[name]
+	}
+	if err := ApplyLanguageExtensions(doc, params); err != nil {
 		return nil, err
 	}
 	resources, _ := doc["Resources"].(map[string]any)
@@ -85,6 +104,9 @@ type Template struct {
 	Path string
 	// Functions are the template's AWS::Serverless::Function resources, sorted by LogicalID.
 	Functions []Function
+	// Mappings is the template's Mappings section: mapping name, top-level key, second-level
+	// key, value (a string or a list of strings).
+	Mappings map[string]map[string]map[string]any
 }
 
 // Function is one AWS::Serverless::Function of the template.
@@ -165,13 +187,18 @@ func (t *Template) WebhookFunction(provider string) (Function, bool) {
 // in a template's own strings, so a value holding it is known to depend on a resource.
 const resourceMarker = "\x00resource:"
 
-// Load reads and parses the SAM template at path.
-func Load(path string) (*Template, error) {
+// Load reads and parses the SAM template at path, with every parameter at its default.
+func Load(path string) (*Template, error) { return LoadWithParameters(path, nil) }
+
+// LoadWithParameters reads and parses the SAM template at path as deployed with params (by
+// parameter name; a CommaDelimitedList's value comma-separated), every other parameter at its
+// default. A name that is not a parameter of the template is an error wrapping ErrTemplate.
+func LoadWithParameters(path string, params map[string]string) (*Template, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("samtemplate: %w", err)
 	}
-	t, err := Parse(data)
+	t, err := ParseWithParameters(data, params)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -179,10 +206,17 @@ func Load(path string) (*Template, error) {
 	return t, nil
 }
 
-// Parse parses a SAM template held in data (YAML or JSON).
-func Parse(data []byte) (*Template, error) {
-	data, err := withoutAccessLogSettings(data)
+// Parse parses a SAM template held in data (YAML or JSON), with every parameter at its default.
+func Parse(data []byte) (*Template, error) { return ParseWithParameters(data, nil) }
+
+// ParseWithParameters parses a SAM template held in data (YAML or JSON) as deployed with params,
+// as LoadWithParameters does.
+func ParseWithParameters(data []byte, params map[string]string) (*Template, error) {
+	data, err := prepare(data, params)
 	if err != nil {
+		if errors.Is(err, ErrTemplate) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("samtemplate: parse: %w", err)
 	}
 	tpl, err := goformation.ParseJSONWithOptions(data, &intrinsics.ProcessorOptions{
@@ -206,6 +240,16 @@ func Parse(data []byte) (*Template, error) {
 	}
 
 	out := &Template{}
+	if len(tpl.Mappings) > 0 {
+		// Through JSON: goformation holds the section as untyped values.
+		js, err := json.Marshal(tpl.Mappings)
+		if err == nil {
+			err = json.Unmarshal(js, &out.Mappings)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: Mappings: %v", ErrTemplate, err)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(tpl.GetAllServerlessFunctionResources())) {
 		fn := tpl.GetAllServerlessFunctionResources()[id]
 		f := Function{

@@ -16,7 +16,9 @@ import (
 const templatePath = "../../../template.yaml"
 
 // yamlRoutes reads the HttpApi events of template.yaml with a plain YAML parser, independently
-// of goformation: "<LogicalID> <METHOD> <path>" for each.
+// of goformation and of ApplyLanguageExtensions: "<LogicalID> <METHOD> <path>" for each, the
+// webhook functions' loop unrolled by hand for the default of WebhookProviders (each key K of the
+// WebhookProvider mapping makes WebhookKFunction on the mapping's Path).
 func yamlRoutes(t *testing.T, path string) []string {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -38,13 +40,8 @@ func yamlRoutes(t *testing.T, path string) []string {
 		}
 		return nil
 	}
-	var routes []string
-	resources := get(doc.Content[0], "Resources")
-	for i := 0; i+1 < len(resources.Content); i += 2 {
-		id, res := resources.Content[i].Value, resources.Content[i+1]
-		if get(res, "Type").Value != "AWS::Serverless::Function" {
-			continue
-		}
+	eventsOf := func(id string, res *yaml.Node, path func(*yaml.Node) string) []string {
+		var routes []string
 		evs := get(get(res, "Properties"), "Events")
 		for j := 0; evs != nil && j+1 < len(evs.Content); j += 2 {
 			ev := evs.Content[j+1]
@@ -52,8 +49,38 @@ func yamlRoutes(t *testing.T, path string) []string {
 				continue
 			}
 			p := get(ev, "Properties")
-			routes = append(routes, id+" "+get(p, "Method").Value+" "+get(p, "Path").Value)
+			routes = append(routes, id+" "+get(p, "Method").Value+" "+path(get(p, "Path")))
 		}
+		return routes
+	}
+	var routes []string
+	resources := get(doc.Content[0], "Resources")
+	for i := 0; i+1 < len(resources.Content); i += 2 {
+		id, res := resources.Content[i].Value, resources.Content[i+1]
+		if id == "Fn::ForEach::WebhookProvider" {
+			if res.Content[0].Value != "Provider" || res.Content[1].Tag != "!Ref" || res.Content[1].Value != "WebhookProviders" {
+				t.Fatalf("the webhook loop is not over WebhookProviders: %v", res.Content[:2])
+			}
+			fn := get(res.Content[2], "Webhook${Provider}Function")
+			def := get(get(get(doc.Content[0], "Parameters"), "WebhookProviders"), "Default").Value
+			mapping := get(get(doc.Content[0], "Mappings"), "WebhookProvider")
+			for _, key := range strings.Split(def, ",") {
+				routes = append(routes, eventsOf("Webhook"+key+"Function", fn, func(p *yaml.Node) string {
+					// !FindInMap [WebhookProvider, !Ref Provider, Path]
+					if p.Tag != "!FindInMap" || p.Content[0].Value != "WebhookProvider" || p.Content[1].Value != "Provider" {
+						t.Fatalf("webhook path %v", p)
+					}
+					return get(get(mapping, key), p.Content[2].Value).Value
+				})...)
+			}
+			continue
+		}
+		// Other loops (the alarms) declare no function: were one to, goformation's routes
+		// would hold more than these and the test would fail.
+		if strings.HasPrefix(id, "Fn::ForEach::") || get(res, "Type").Value != "AWS::Serverless::Function" {
+			continue
+		}
+		routes = append(routes, eventsOf(id, res, func(p *yaml.Node) string { return p.Value })...)
 	}
 	slices.Sort(routes)
 	return routes

@@ -1,0 +1,118 @@
+package deploytest
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// chosen are the webhook functions a deploy creates, as WebhookProviders keys with the provider
+// each runs (its WEBHOOK_PROVIDER and the last segment of its route).
+var chosen = []struct {
+	overrides map[string]string
+	keys      map[string]string
+}{
+	{nil, map[string]string{"Stripe": "stripe", "Github": "github", "Shopify": "shopify", "Standard": "standard", "Slack": "slack"}},
+	{map[string]string{"WebhookProviders": "Stripe,Twilio, CoinbaseCommerce"}, map[string]string{"Stripe": "stripe", "Twilio": "twilio", "CoinbaseCommerce": "coinbase-commerce"}},
+}
+
+// Each chosen provider gets its function (in the VPC, with its own secret, route, reserved
+// concurrency option and result retention default), its log group, its three alarms and its
+// two outputs, under logical IDs that keep the original five's; no other provider gets any.
+func TestWebhookProvidersMakeEachProvidersResources(t *testing.T) {
+	for _, c := range chosen {
+		for _, o := range []map[string]string{nil, {"WebhookReservedConcurrency": "4", "WebhookResultTtl": "120h", "WebhookSink": "eventbridge"}} {
+			overrides := map[string]string{}
+			for k, v := range c.overrides {
+				overrides[k] = v
+			}
+			for k, v := range o {
+				overrides[k] = v
+			}
+			s := deploy(t, overrides)
+			checkWebhookFunctions(t, s, c.keys, o != nil)
+		}
+	}
+}
+
+func checkWebhookFunctions(t *testing.T, s *stack, keys map[string]string, options bool) {
+	t.Helper()
+	var wantFns []string
+	for key := range keys {
+		wantFns = append(wantFns, "Webhook"+key+"Function")
+	}
+	slices.Sort(wantFns)
+	var gotFns []string
+	for _, name := range s.ofType("AWS::Serverless::Function") {
+		if name != "PaymentsFunction" {
+			gotFns = append(gotFns, name)
+		}
+	}
+	if !slices.Equal(gotFns, wantFns) {
+		t.Fatalf("%v: webhook functions %v, want %v", s.params["WebhookProviders"], gotFns, wantFns)
+	}
+	global := get(s.Globals, "Function", "VpcConfig")
+	for key, provider := range keys {
+		fn, secret, logs := "Webhook"+key+"Function", "Webhook"+key+"Secret", "Webhook"+key+"LogGroup"
+		p := props(s.Resources[fn])
+		env := get(p, "Environment", "Variables")
+		if get(env, "WEBHOOK_PROVIDER") != provider || refersTo(get(env, "WEBHOOK_SECRET_ARN")) != secret {
+			t.Errorf("%s: WEBHOOK_PROVIDER %v, WEBHOOK_SECRET_ARN %v", fn, get(env, "WEBHOOK_PROVIDER"), get(env, "WEBHOOK_SECRET_ARN"))
+		}
+		// Each provider's own retention unless WebhookResultTtl says otherwise.
+		if ttl := get(env, "IDEM_RESULT_TTL"); (ttl != nil) != options || (options && !isRef(ttl, "WebhookResultTtl")) {
+			t.Errorf("%s: IDEM_RESULT_TTL %v (options %v)", fn, ttl, options)
+		}
+		if rc := p["ReservedConcurrentExecutions"]; (rc != nil) != options || (options && !isRef(rc, "WebhookReservedConcurrency")) {
+			t.Errorf("%s: reserved concurrency %v (options %v)", fn, rc, options)
+		}
+		if p["VpcConfig"] != nil || global == nil {
+			t.Errorf("%s: VpcConfig %v, want Globals' %v", fn, p["VpcConfig"], global)
+		}
+		readsSecret := false
+		for _, pol := range p["Policies"].([]any) {
+			if refersTo(get(pol, "AWSSecretsManagerGetSecretValuePolicy", "SecretArn")) == secret {
+				readsSecret = true
+			}
+		}
+		if !readsSecret {
+			t.Errorf("%s cannot read %s: %v", fn, secret, p["Policies"])
+		}
+		events, _ := p["Events"].(map[string]any)
+		if len(events) != 1 || get(events, "Webhook", "Type") != "HttpApi" || !isRef(get(events, "Webhook", "Properties", "ApiId"), "HttpApi") ||
+			get(events, "Webhook", "Properties", "Method") != "POST" || get(events, "Webhook", "Properties", "Path") != "/webhooks/"+provider {
+			t.Errorf("%s: events %v, want POST /webhooks/%s on HttpApi", fn, events, provider)
+		}
+		if r := s.Resources[secret]; r["Type"] != "AWS::SecretsManager::Secret" || r["DeletionPolicy"] == nil || get(props(r), "GenerateSecretString") == nil {
+			t.Errorf("%s: %v", secret, r)
+		}
+		if lg := props(s.Resources[logs]); jsonString(get(lg, "LogGroupName", "Fn::Sub")) != "/aws/lambda/${"+fn+"}" || !isRef(lg["RetentionInDays"], "LogRetentionDays") {
+			t.Errorf("%s: %v", logs, lg)
+		}
+		for _, alarm := range []string{"ErrorsAlarm", "ThrottlesAlarm", "OutcomeErrorAlarm"} {
+			a := props(s.Resources["Webhook"+key+alarm])
+			if a == nil || refersTo(get(a, "Dimensions", "0", "Value")) != fn || !isRef(get(a, "AlarmActions", "0"), "AlarmTopic") {
+				t.Errorf("Webhook%s%s: %v", key, alarm, a)
+			}
+		}
+		url := jsonString(get(s.Outputs["Webhook"+key+"Url"], "Value", "Fn::Sub", "0"))
+		path := get(s.Outputs["Webhook"+key+"Url"], "Value", "Fn::Sub", "1", "Path")
+		if !strings.HasPrefix(url, "https://${HttpApi}.execute-api.") || !strings.HasSuffix(url, "${Path}") || path != "/webhooks/"+provider {
+			t.Errorf("output Webhook%sUrl: %v", key, s.Outputs["Webhook"+key+"Url"])
+		}
+		if refersTo(get(s.Outputs["Webhook"+key+"SecretArn"], "Value")) != secret {
+			t.Errorf("output Webhook%sSecretArn: %v", key, s.Outputs["Webhook"+key+"SecretArn"])
+		}
+	}
+	// Nothing of a provider that was not chosen.
+	for name := range s.Resources {
+		if strings.HasPrefix(name, "Webhook") {
+			key := strings.TrimPrefix(name, "Webhook")
+			for _, suffix := range []string{"Function", "Secret", "LogGroup", "ErrorsAlarm", "ThrottlesAlarm", "OutcomeErrorAlarm"} {
+				if k, ok := strings.CutSuffix(key, suffix); ok && keys[k] == "" {
+					t.Errorf("%s exists, but %s was not chosen", name, k)
+				}
+			}
+		}
+	}
+}
