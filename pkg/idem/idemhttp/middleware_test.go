@@ -243,6 +243,18 @@ func runSuite(t *testing.T, client redis.UniversalClient, prefix string) {
 				}
 			})
 
+			t.Run("BodyOverTheLimitIs413", func(t *testing.T) {
+				b := &business{}
+				do, rt := setup(t, b, idemhttp.WithMaxBody(16))
+				wantError(t, do(post(key(t), strings.Repeat("x", 17))), 413, idemhttp.CodeBodyTooLarge)
+				if a := do(post(key(t), strings.Repeat("x", 16))); a.status != 201 {
+					t.Fatalf("a body at the limit answered %d %s", a.status, a.body)
+				}
+				if b.runs.Load() != 1 || len(rt.all()) != 1 {
+					t.Fatalf("runs %d, guarded %d; want 1 and 1", b.runs.Load(), len(rt.all()))
+				}
+			})
+
 			t.Run("UnguardedMethodsPassThrough", func(t *testing.T) {
 				b := &business{}
 				do, rt := setup(t, b)
