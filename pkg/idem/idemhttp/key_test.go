@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestParseIdempotencyKey(t *testing.T) {
+func TestParseKey(t *testing.T) {
 	long := strings.Repeat("k", MaxKeyLength)
 	tests := []struct {
 		name, header, want string
@@ -73,7 +73,7 @@ func quoteKey(key string) string {
 	return `"` + r.Replace(key) + `"`
 }
 
-func FuzzParseIdempotencyKey(f *testing.F) {
+func FuzzParseKey(f *testing.F) {
 	for _, seed := range []string{"", "a", `"a"`, `"a\"b"`, `"a\\b"`, `"abc`, `"a";p`, " x ",
 		"8e03978e-40d5-43e8-bc93-6894a57f9324", strings.Repeat("k", MaxKeyLength+1), "\x00", "é"} {
 		f.Add(seed)
