@@ -2,10 +2,9 @@ package idemhttp
 
 import (
 	"encoding/json"
-	"math"
-	"strconv"
 	"time"
 
+	"github.com/idemlambda/idem/pkg/apigw"
 	"github.com/idemlambda/idem/pkg/idem"
 )
 
@@ -26,15 +25,25 @@ const RetryAfter = time.Second
 
 // Machine codes of the answers this package writes, stable across releases.
 const (
-	CodeMissingKey      = "missing_idempotency_key"
-	CodeInvalidKey      = "invalid_idempotency_key"
-	CodeInvalidRequest  = "invalid_request"
+	// CodeMissingKey (400): no key header, or a blank one.
+	CodeMissingKey = "missing_idempotency_key"
+	// CodeInvalidKey (400): a key ParseKey refuses.
+	CodeInvalidKey = "invalid_idempotency_key"
+	// CodeInvalidRequest (400): a body that is not valid base64, or that the fingerprint
+	// function refuses.
+	CodeInvalidRequest = "invalid_request"
+	// CodeUnauthenticated (401): the WithCaller hook names no caller.
 	CodeUnauthenticated = "unauthenticated"
-	CodeInProgress      = "idempotency_key_in_use"
-	CodeBodyTooLarge    = "body_too_large"
-	CodeKeyReused       = "idempotency_key_reused"
-	CodeInternal        = "internal_error"
-	CodeUnavailable     = "store_unavailable"
+	// CodeInProgress (409): the first request with this key is still running.
+	CodeInProgress = "idempotency_key_in_use"
+	// CodeBodyTooLarge (413): a body over the limit.
+	CodeBodyTooLarge = "body_too_large"
+	// CodeKeyReused (422): the key came before with another payload.
+	CodeKeyReused = "idempotency_key_reused"
+	// CodeInternal (500): the handler panicked or ran out of time, and wrote no response.
+	CodeInternal = "internal_error"
+	// CodeUnavailable (503): Redis could not be reached; nothing ran.
+	CodeUnavailable = "store_unavailable"
 )
 
 // Refusal is the answer to an outcome in which no response of the work is sent: an error
@@ -82,7 +91,7 @@ func (r Refusal) Header() []string {
 	if r.RetryAfter <= 0 {
 		return nil
 	}
-	return []string{"retry-after", FormatRetryAfter(r.RetryAfter)}
+	return []string{"retry-after", apigw.RetryAfter(r.RetryAfter)}
 }
 
 // Response returns the refusal as a JSON error response: {"error": {"code", "message"}},
@@ -95,23 +104,7 @@ func (r Refusal) Response() Response {
 	return Response{Status: r.Status, Header: h, Body: errorBody(r.Code, r.Message)}
 }
 
-// FormatRetryAfter formats d for a retry-after header: whole seconds, rounded up, at least 1.
-func FormatRetryAfter(d time.Duration) string {
-	s := math.Ceil(d.Seconds())
-	if s < 1 || math.IsNaN(s) {
-		s = 1
-	}
-	return strconv.FormatInt(int64(s), 10)
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 func errorBody(code, message string) []byte {
-	b, _ := json.Marshal(struct {
-		Error errorDetail `json:"error"`
-	}{errorDetail{code, message}})
+	b, _ := json.Marshal(apigw.ErrorBody{Error: apigw.ErrorDetail{Code: code, Message: message}})
 	return b
 }
