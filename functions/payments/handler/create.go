@@ -34,9 +34,9 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	key, err := idemhttp.ParseKey(apigw.Header(req.Headers, HeaderIdempotencyKey))
 	switch {
 	case errors.Is(err, idemhttp.ErrMissingKey):
-		return apigw.Error(400, "missing_idempotency_key", err.Error()), rejected("missing_idempotency_key")
+		return apigw.Error(400, idemhttp.CodeMissingKey, err.Error()), rejected(idemhttp.CodeMissingKey)
 	case err != nil:
-		return apigw.Error(400, "invalid_idempotency_key", err.Error()), rejected("invalid_idempotency_key")
+		return apigw.Error(400, idemhttp.CodeInvalidKey, err.Error()), rejected(idemhttp.CodeInvalidKey)
 	}
 	scoped := scopedKey(principal, key)
 
