@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/pkg/apigw"
 	"github.com/idemlambda/idem/pkg/idem"
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/ledger"
 	"github.com/idemlambda/idem/pkg/obs"
 )
@@ -20,12 +20,7 @@ import (
 const StatusSucceeded = "succeeded"
 
 // HeaderReplayed marks a response that repeats the first response to the same key.
-const HeaderReplayed = "idempotent-replayed"
-
-// RetryAfter is the retry-after of 409 and 503 responses. A claim in progress can live until
-// the invocation deadline, but the work it guards takes milliseconds, so the hint is the shortest
-// the header can say rather than the claim's expiry.
-const RetryAfter = time.Second
+const HeaderReplayed = idemhttp.HeaderReplayed
 
 // idAttempts bounds the payment ids drawn for one request when the ledger reports a collision.
 const idAttempts = 3
@@ -36,12 +31,12 @@ var errKeyReused = errors.New("payments: idempotency key already used for a diff
 
 // create serves POST /payments for principal, top to bottom: key, body, claim, work, respond.
 func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, principal string) (events.APIGatewayV2HTTPResponse, obs.Request) {
-	key, err := parseIdempotencyKey(apigw.Header(req.Headers, HeaderIdempotencyKey))
+	key, err := idemhttp.ParseKey(apigw.Header(req.Headers, HeaderIdempotencyKey))
 	switch {
-	case errors.Is(err, errMissingKey):
-		return apigw.Error(400, "missing_idempotency_key", err.Error()), rejected("missing_idempotency_key")
+	case errors.Is(err, idemhttp.ErrMissingKey):
+		return apigw.Error(400, idemhttp.CodeMissingKey, err.Error()), rejected(idemhttp.CodeMissingKey)
 	case err != nil:
-		return apigw.Error(400, "invalid_idempotency_key", err.Error()), rejected("invalid_idempotency_key")
+		return apigw.Error(400, idemhttp.CodeInvalidKey, err.Error()), rejected(idemhttp.CodeInvalidKey)
 	}
 	scoped := scopedKey(principal, key)
 
@@ -98,24 +93,20 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return replay(out.Result), rec
 	case idem.InProgress:
 		rec.Outcome, rec.Err = obs.OutcomeInProgress, nil
-		return apigw.Error(409, "idempotency_key_in_use",
-			"a request with this idempotency key is still being processed; retry it later",
-			"retry-after", apigw.RetryAfter(RetryAfter)), rec
+		return refuse(out.Kind), rec
 	case idem.Mismatch:
 		rec.Outcome, rec.Err = obs.OutcomeMismatch, nil
-		return keyReused(), rec
+		return refuse(out.Kind), rec
 	case idem.Unavailable:
 		rec.Outcome, rec.Reason = obs.OutcomeError, "store_unavailable"
-		return apigw.Error(503, "store_unavailable",
-			"the idempotency store is unreachable; nothing was done, retry with the same idempotency key",
-			"retry-after", apigw.RetryAfter(RetryAfter)), rec
+		return refuse(out.Kind), rec
 	case idem.InvalidKey:
 		rec.Outcome, rec.Reason = obs.OutcomeRejected, "invalid_idempotency_key"
-		return apigw.Error(400, "invalid_idempotency_key", "idempotency-key: not usable"), rec
+		return refuse(out.Kind), rec
 	}
 	if errors.Is(err, errKeyReused) {
 		rec.Outcome, rec.Reason, rec.Err = obs.OutcomeMismatch, "ledger", nil
-		return keyReused(), rec
+		return refuse(idem.Mismatch), rec
 	}
 	resp, rec2 := internalError(scoped, err)
 	rec2.RoundTrips = out.RoundTrips
@@ -161,9 +152,12 @@ func replay(r idem.Result) events.APIGatewayV2HTTPResponse {
 	return apigw.Raw(r.Status, r.Body, append(headers, HeaderReplayed, "true")...)
 }
 
-func keyReused() events.APIGatewayV2HTTPResponse {
-	return apigw.Error(422, "idempotency_key_reused",
-		"this idempotency key was already used with a different request body")
+// refuse answers an outcome in which no payment is sent (in progress, key reused, Redis
+// unreachable, unusable key) the way every HTTP front of the core does: idemhttp.Refuse's
+// status, code and retry-after policy.
+func refuse(k idem.Kind) events.APIGatewayV2HTTPResponse {
+	r, _ := idemhttp.Refuse(k)
+	return apigw.Error(r.Status, r.Code, r.Message, r.Header()...)
 }
 
 func internalError(scoped string, err error) (events.APIGatewayV2HTTPResponse, obs.Request) {

@@ -1,4 +1,4 @@
-package handler
+package idemhttp
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestParseIdempotencyKey(t *testing.T) {
+func TestParseKey(t *testing.T) {
 	long := strings.Repeat("k", MaxKeyLength)
 	tests := []struct {
 		name, header, want string
@@ -49,19 +49,19 @@ func TestParseIdempotencyKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseIdempotencyKey(tt.header)
-			var ke *keyError
+			got, err := ParseKey(tt.header)
+			var ke *KeyError
 			switch {
 			case tt.missing:
-				if !errors.Is(err, errMissingKey) {
-					t.Fatalf("parseIdempotencyKey(%q) = %q, %v; want errMissingKey", tt.header, got, err)
+				if !errors.Is(err, ErrMissingKey) {
+					t.Fatalf("ParseKey(%q) = %q, %v; want ErrMissingKey", tt.header, got, err)
 				}
 			case tt.invalid:
 				if !errors.As(err, &ke) {
-					t.Fatalf("parseIdempotencyKey(%q) = %q, %v; want a *keyError", tt.header, got, err)
+					t.Fatalf("ParseKey(%q) = %q, %v; want a *KeyError", tt.header, got, err)
 				}
 			case err != nil || got != tt.want:
-				t.Fatalf("parseIdempotencyKey(%q) = %q, %v; want %q", tt.header, got, err, tt.want)
+				t.Fatalf("ParseKey(%q) = %q, %v; want %q", tt.header, got, err, tt.want)
 			}
 		})
 	}
@@ -73,35 +73,35 @@ func quoteKey(key string) string {
 	return `"` + r.Replace(key) + `"`
 }
 
-func FuzzParseIdempotencyKey(f *testing.F) {
+func FuzzParseKey(f *testing.F) {
 	for _, seed := range []string{"", "a", `"a"`, `"a\"b"`, `"a\\b"`, `"abc`, `"a";p`, " x ",
 		"8e03978e-40d5-43e8-bc93-6894a57f9324", strings.Repeat("k", MaxKeyLength+1), "\x00", "é"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, header string) {
-		key, err := parseIdempotencyKey(header)
+		key, err := ParseKey(header)
 		if err != nil {
-			var ke *keyError
-			if !errors.Is(err, errMissingKey) && !errors.As(err, &ke) {
-				t.Fatalf("parseIdempotencyKey(%q): unexpected error type %T: %v", header, err, err)
+			var ke *KeyError
+			if !errors.Is(err, ErrMissingKey) && !errors.As(err, &ke) {
+				t.Fatalf("ParseKey(%q): unexpected error type %T: %v", header, err, err)
 			}
 			return
 		}
 		if len(key) < 1 || len(key) > MaxKeyLength {
-			t.Fatalf("parseIdempotencyKey(%q) accepted a key of %d characters", header, len(key))
+			t.Fatalf("ParseKey(%q) accepted a key of %d characters", header, len(key))
 		}
 		for i := 0; i < len(key); i++ {
 			if key[i] < 0x20 || key[i] > 0x7e {
-				t.Fatalf("parseIdempotencyKey(%q) accepted byte %#x", header, key[i])
+				t.Fatalf("ParseKey(%q) accepted byte %#x", header, key[i])
 			}
 		}
 		// The quoted form always means the same key.
-		if again, err := parseIdempotencyKey(quoteKey(key)); err != nil || again != key {
+		if again, err := ParseKey(quoteKey(key)); err != nil || again != key {
 			t.Fatalf("quoted form of %q parsed as %q, %v", key, again, err)
 		}
 		// So does the bare form, wherever one exists.
 		if key[0] != '"' && key[0] != ' ' && key[len(key)-1] != ' ' {
-			if again, err := parseIdempotencyKey(key); err != nil || again != key {
+			if again, err := ParseKey(key); err != nil || again != key {
 				t.Fatalf("bare form of %q parsed as %q, %v", key, again, err)
 			}
 		}

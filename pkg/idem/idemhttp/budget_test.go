@@ -1,0 +1,91 @@
+package idemhttp_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemlambda/idem/pkg/idem"
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
+	"github.com/idemlambda/idem/pkg/testsupport"
+)
+
+// commandCounter counts the commands a client sends, each one a round trip (the guard's single
+// calls use no pipeline).
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// The middleware adds no Redis command to the core's: 2 round trips for a first request, 1 for
+// a replay, 1 for a duplicate in progress, 2 for a failure, counted as the client sends them.
+func TestMiddlewareKeepsTheCoreRoundTripBudget(t *testing.T) {
+	testsupport.SharedRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: testsupport.SharedRedisAddr()})
+	t.Cleanup(func() { client.Close() })
+	client.Ping(context.Background()) // dial outside the counted calls
+	counter := &commandCounter{}
+	client.AddHook(counter)
+	g, err := idem.New(client, idem.WithPrefix(testsupport.UniquePrefix(t)+"idemhttp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idemhttp.New(g, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Header.Get("Idempotency-Key") {
+		case "fails":
+			w.WriteHeader(http.StatusBadGateway)
+		case "slow":
+			close(started)
+			<-release
+			w.WriteHeader(http.StatusCreated)
+		default:
+			w.WriteHeader(http.StatusCreated)
+		}
+	}))
+	step := func(name, key string, want int64) {
+		t.Helper()
+		before := counter.n.Load()
+		serveHTTP(h, key, "{}")
+		if got := counter.n.Load() - before; got != want {
+			t.Errorf("%s: %d round trips, want %d", name, got, want)
+		}
+	}
+	step("warm-up (loads the scripts)", "warm", 2)
+	step("first request", "k", 2)
+	step("replay", "k", 1)
+	step("failure", "fails", 2)
+
+	done := make(chan struct{})
+	go func() { serveHTTP(h, "slow", "{}"); close(done) }()
+	<-started // the first request holds the claim
+	before := counter.n.Load()
+	if a := serveHTTP(h, "slow", "{}"); a.Code != http.StatusConflict {
+		t.Errorf("duplicate in progress answered %d, want 409", a.Code)
+	}
+	if got := counter.n.Load() - before; got != 1 {
+		t.Errorf("duplicate in progress: %d round trips, want 1", got)
+	}
+	close(release)
+	<-done
+}

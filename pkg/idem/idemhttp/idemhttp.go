@@ -1,0 +1,261 @@
+// Package idemhttp runs an HTTP request's work at most once per Idempotency-Key header, on the
+// idempotency core (pkg/idem): the semantics of the payments API, for any handler.
+//
+// For a guarded method (POST and PATCH by default), in this order, before any Redis command:
+// a request whose caller the WithCaller hook cannot name is 401 unauthenticated; a body over the
+// limit is 413 body_too_large; a missing or malformed key (see ParseKey) is 400
+// missing_idempotency_key or invalid_idempotency_key; a request the fingerprint function
+// refuses is 400 invalid_request. Then one call to idem.Guard.Do, within its budget of 2 round
+// trips for a first request, 1 for a replay or an in-progress duplicate, 2 for a failure:
+//
+//	first request              the handler's response; stored when successful (2xx by default)
+//	same key, same payload     the first response again (status, headers, body) with
+//	                           Idempotent-Replayed: true
+//	same key, still running    409 idempotency_key_in_use, retry-after
+//	same key, other payload    422 idempotency_key_reused
+//	Redis unreachable          503 store_unavailable, retry-after; the handler does not run
+//	handler failed             its own response (or error); the claim is released, so a retry
+//	                           runs it again
+//
+// The payload is the method, the path and the body unless WithFingerprint says otherwise; keys
+// are scoped to the caller that WithCaller names. Error bodies are {"error": {"code",
+// "message"}} with content-type application/json and the codes listed as constants here.
+//
+// Middleware.Handler is net/http middleware (containers, the Lambda Web Adapter); APIGatewayProxy
+// (REST API), HTTPAPI (HTTP API payload v2.0), FunctionURL and ALB wrap aws-lambda-go handlers
+// of those events. The handler's response is buffered: streaming responses are not supported.
+package idemhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/idemlambda/idem/pkg/idem"
+)
+
+// DefaultMaxBody is the largest request body accepted unless WithMaxBody says otherwise: 1 MiB.
+const DefaultMaxBody = 1 << 20
+
+// DefaultHeader is the request header carrying the key unless WithHeader says otherwise.
+const DefaultHeader = "Idempotency-Key"
+
+// Request is what the middleware reads of a request, whichever way it arrived.
+type Request struct {
+	Method string
+	// Path is the request path without the query string.
+	Path   string
+	Header http.Header
+	// Body is the raw body, base64 already decoded.
+	Body []byte
+	// Event is the request as the adapter received it: *http.Request,
+	// events.APIGatewayProxyRequest, events.APIGatewayV2HTTPRequest,
+	// events.LambdaFunctionURLRequest or events.ALBTargetGroupRequest. Caller hooks read
+	// authorizer contexts from it.
+	Event any
+}
+
+// Response is an HTTP response as the middleware stores and replays it. Header names are
+// lower-case.
+type Response struct {
+	Status int
+	Header map[string][]string
+	Body   []byte
+}
+
+// Middleware guards requests with an idempotency key. Build one at init with New and share it:
+// it is safe for concurrent use.
+type Middleware struct {
+	guard       *idem.Guard
+	scope       string
+	header      string
+	methods     map[string]bool
+	caller      func(context.Context, *Request) (string, bool)
+	fingerprint func(*Request) (idem.Fingerprint, error)
+	store       func(status int) bool
+	maxBody     int
+	observe     func(context.Context, idem.Outcome, error)
+}
+
+// Option configures a Middleware.
+type Option func(*Middleware)
+
+// WithHeader sets the request header that carries the key. Default DefaultHeader.
+func WithHeader(name string) Option { return func(m *Middleware) { m.header = name } }
+
+// WithMethods sets the methods that need a key; requests of other methods pass through
+// unguarded. Default POST and PATCH, the methods the IETF draft "The Idempotency-Key HTTP
+// Header Field" names.
+func WithMethods(methods ...string) Option {
+	return func(m *Middleware) {
+		m.methods = make(map[string]bool, len(methods))
+		for _, x := range methods {
+			m.methods[strings.ToUpper(x)] = true
+		}
+	}
+}
+
+// WithCaller scopes keys to a caller: caller returns who sent the request (an IAM ARN, a JWT
+// subject, an API key id), and the same key from two callers names two units of work, so one
+// caller never replays another's response. ok false answers 401 unauthenticated before any
+// Redis command. Default: no scoping, every caller shares the key space.
+func WithCaller(caller func(ctx context.Context, r *Request) (scope string, ok bool)) Option {
+	return func(m *Middleware) { m.caller = caller }
+}
+
+// WithFingerprint sets what counts as "the same payload": the same key with another fingerprint
+// is 422 idempotency_key_reused. An error answers 400 invalid_request with the error's text, so
+// it must not hold secrets. Default: the SHA-256 of the method, the path and the body.
+func WithFingerprint(fingerprint func(r *Request) (idem.Fingerprint, error)) Option {
+	return func(m *Middleware) { m.fingerprint = fingerprint }
+}
+
+// WithStored sets which statuses are successes: their responses are stored and replayed. Any
+// other response is sent once, its claim released, so a retry runs the handler again. Default
+// 200-299.
+func WithStored(success func(status int) bool) Option {
+	return func(m *Middleware) { m.store = success }
+}
+
+// WithMaxBody sets the largest request body accepted, in bytes; a larger one is 413. Default
+// DefaultMaxBody.
+func WithMaxBody(n int) Option { return func(m *Middleware) { m.maxBody = n } }
+
+// WithObserver calls observe after every guarded request with what the core reported, for logs
+// and metrics: the outcome (its Kind and RoundTrips) and the core's explanation. Default none.
+func WithObserver(observe func(ctx context.Context, out idem.Outcome, err error)) Option {
+	return func(m *Middleware) { m.observe = observe }
+}
+
+// New returns a Middleware that runs work under guard, with keys in scope (1 to 64 characters
+// from [A-Za-z0-9._:-], for example the API's name).
+func New(guard *idem.Guard, scope string, opts ...Option) (*Middleware, error) {
+	if guard == nil {
+		return nil, errors.New("idemhttp: nil guard")
+	}
+	if err := (idem.Key{Scope: scope, ID: "x"}).Validate(); err != nil {
+		return nil, fmt.Errorf("idemhttp: %w", err)
+	}
+	m := &Middleware{guard: guard, scope: scope, header: DefaultHeader, maxBody: DefaultMaxBody,
+		fingerprint: defaultFingerprint, store: is2xx}
+	WithMethods(http.MethodPost, http.MethodPatch)(m)
+	for _, opt := range opts {
+		opt(m)
+	}
+	if m.header == "" || m.maxBody <= 0 || m.fingerprint == nil || m.store == nil {
+		return nil, errors.New("idemhttp: empty header name, non-positive body limit, or nil function")
+	}
+	return m, nil
+}
+
+func is2xx(status int) bool { return status >= 200 && status <= 299 }
+
+// defaultFingerprint is the SHA-256 of the method, path and body, joined unambiguously.
+func defaultFingerprint(r *Request) (idem.Fingerprint, error) {
+	return idem.FingerprintOf([]byte(idem.JoinID(r.Method, r.Path, string(r.Body)))), nil
+}
+
+// guards reports whether requests of method need a key.
+func (m *Middleware) guards(method string) bool { return m.methods[strings.ToUpper(method)] }
+
+// errNotStored is the work's error for a response that is not a success: the claim is released.
+var errNotStored = errors.New("idemhttp: the response is not a success; not stored")
+
+// serve is the path of every guarded request, whichever adapter received it: refuse, claim,
+// run next, answer. An error is next's own, returned after the claim was released.
+func (m *Middleware) serve(ctx context.Context, r *Request, next func(context.Context) (Response, error)) (Response, error) {
+	if !m.guards(r.Method) {
+		return next(ctx)
+	}
+	scope := ""
+	if m.caller != nil {
+		var ok bool
+		if scope, ok = m.caller(ctx, r); !ok {
+			return refusal(401, CodeUnauthenticated, "this request carries no caller identity"), nil
+		}
+	}
+	if len(r.Body) > m.maxBody {
+		return refusal(413, CodeBodyTooLarge, fmt.Sprintf("body: larger than %d bytes", m.maxBody)), nil
+	}
+	key, err := ParseKey(r.Header.Get(m.header))
+	switch {
+	case errors.Is(err, ErrMissingKey):
+		return refusal(400, CodeMissingKey, "the "+m.header+" header is required"), nil
+	case err != nil:
+		return refusal(400, CodeInvalidKey, err.Error()), nil
+	}
+	id := key
+	if m.caller != nil {
+		id = idem.JoinID(scope, key)
+	}
+	fp, err := m.fingerprint(r)
+	if err != nil {
+		return refusal(400, CodeInvalidRequest, err.Error()), nil
+	}
+
+	var ran Response
+	var handlerErr error
+	out, err := m.guard.Do(ctx, idem.Key{Scope: m.scope, ID: id}, fp, func(ctx context.Context) (idem.Result, error) {
+		resp, err := next(ctx)
+		if err != nil {
+			handlerErr = err
+			return idem.Result{}, err
+		}
+		ran = resp
+		if !m.store(resp.Status) {
+			return idem.Result{}, errNotStored
+		}
+		return idem.Result{Status: resp.Status, Headers: flatten(resp.Header), Body: resp.Body}, nil
+	})
+	if m.observe != nil {
+		m.observe(ctx, out, err)
+	}
+	switch out.Kind {
+	case idem.Executed, idem.LockLost, idem.NotStored, idem.ExecutedUnguarded:
+		return ran, nil // the handler ran: its response stands, stored or not
+	case idem.Replayed:
+		h := unflatten(out.Result.Headers)
+		h[HeaderReplayed] = []string{"true"}
+		return Response{Status: out.Result.Status, Header: h, Body: out.Result.Body}, nil
+	case idem.Failed:
+		switch {
+		case handlerErr != nil:
+			return Response{}, handlerErr
+		case ran.Status != 0:
+			return ran, nil // not a success, or too late or too large to store: sent once
+		}
+		return refusal(500, CodeInternal, "the request could not be completed; retry with the same idempotency key"), nil
+	}
+	if r, ok := Refuse(out.Kind); ok {
+		return r.Response(), nil
+	}
+	return refusal(500, CodeInternal, "unexpected outcome "+out.Kind.String()), nil
+}
+
+func refusal(status int, code, message string) Response {
+	return Refusal{Status: status, Code: code, Message: message}.Response()
+}
+
+// flatten turns a header into the core's one-value-per-name form. A newline can appear in no
+// header value (RFC 9110), so it separates the values of a repeated header, set-cookie included,
+// and unflatten restores them exactly.
+func flatten(h map[string][]string) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for name, values := range h {
+		out[strings.ToLower(name)] = strings.Join(values, "\n")
+	}
+	return out
+}
+
+func unflatten(h map[string]string) map[string][]string {
+	out := make(map[string][]string, len(h)+1)
+	for name, value := range h {
+		out[name] = strings.Split(value, "\n")
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package idemhttp_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/idemlambda/idem/pkg/idem"
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
+	"github.com/idemlambda/idem/pkg/testsupport"
+)
+
+// sharedGuard is a guard on the shared Redis, under a prefix of the test's own.
+func sharedGuard(t *testing.T) *idem.Guard {
+	t.Helper()
+	g, err := idem.New(testsupport.SharedRedis(t), idem.WithPrefix(testsupport.UniquePrefix(t)+"idemhttp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// serveHTTP sends one POST with key and body through h and returns the recorded answer.
+func serveHTTP(h http.Handler, key, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", "/orders", strings.NewReader(body))
+	req.Header.Set("Idempotency-Key", key)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestPanickingHandlerIsA500AndReleasesTheClaim(t *testing.T) {
+	m, err := idemhttp.New(sharedGuard(t), "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			panic("boom")
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	first := serveHTTP(h, "k", "{}")
+	var body struct{ Error struct{ Code string } }
+	if err := json.Unmarshal(first.Body.Bytes(), &body); err != nil || first.Code != 500 || body.Error.Code != idemhttp.CodeInternal {
+		t.Fatalf("panic answered %d %s", first.Code, first.Body)
+	}
+	if again := serveHTTP(h, "k", "{}"); again.Code != 201 || again.Header().Get("Idempotent-Replayed") != "" || runs.Load() != 2 {
+		t.Fatalf("retry after a panic answered %d (runs %d); want a new 201", again.Code, runs.Load())
+	}
+}
+
+func TestCustomFingerprintDecidesWhatIsTheSamePayload(t *testing.T) {
+	m, err := idemhttp.New(sharedGuard(t), "api", idemhttp.WithFingerprint(func(r *idemhttp.Request) (idem.Fingerprint, error) {
+		return idem.FingerprintJSON(r.Body, "amount")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) }))
+	serveHTTP(h, "k", `{"amount":1,"note":"a"}`)
+	if a := serveHTTP(h, "k", `{"note":"b","amount":1}`); a.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("a change outside the fingerprint answered %d, want a replay", a.Code)
+	}
+	if a := serveHTTP(h, "k", `{"amount":2}`); a.Code != 422 {
+		t.Fatalf("another amount answered %d, want 422", a.Code)
+	}
+	if a := serveHTTP(h, "k2", `not json`); a.Code != 400 || !strings.Contains(a.Body.String(), idemhttp.CodeInvalidRequest) {
+		t.Fatalf("a body the fingerprint refuses answered %d %s, want 400 invalid_request", a.Code, a.Body)
+	}
+}
+
+func TestWithStoredChoosesWhichResponsesAreReplayed(t *testing.T) {
+	m, err := idemhttp.New(sharedGuard(t), "api", idemhttp.WithStored(func(status int) bool { return status < 500 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusPaymentRequired) // a definitive business answer: keep it
+	}))
+	serveHTTP(h, "k", "{}")
+	if a := serveHTTP(h, "k", "{}"); a.Code != 402 || a.Header().Get("Idempotent-Replayed") != "true" || runs.Load() != 1 {
+		t.Fatalf("retry answered %d replayed=%q runs=%d; want the stored 402", a.Code, a.Header().Get("Idempotent-Replayed"), runs.Load())
+	}
+}
+
+func TestNewRefusesAnUnusableConfiguration(t *testing.T) {
+	g := sharedGuard(t)
+	for name, build := range map[string]func() (*idemhttp.Middleware, error){
+		"nil guard":     func() (*idemhttp.Middleware, error) { return idemhttp.New(nil, "api") },
+		"empty scope":   func() (*idemhttp.Middleware, error) { return idemhttp.New(g, "") },
+		"scope braces":  func() (*idemhttp.Middleware, error) { return idemhttp.New(g, "a{b}") },
+		"empty header":  func() (*idemhttp.Middleware, error) { return idemhttp.New(g, "api", idemhttp.WithHeader("")) },
+		"zero body":     func() (*idemhttp.Middleware, error) { return idemhttp.New(g, "api", idemhttp.WithMaxBody(0)) },
+		"nil predicate": func() (*idemhttp.Middleware, error) { return idemhttp.New(g, "api", idemhttp.WithStored(nil)) },
+	} {
+		if m, err := build(); err == nil || m != nil {
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package idemhttp
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/idemlambda/idem/pkg/apigw"
+	"github.com/idemlambda/idem/pkg/idem"
+)
+
+// HeaderReplayed is set to "true" on a response that repeats the first response to the same
+// key. It is written lower-case, as API Gateway HTTP APIs deliver header names; net/http
+// writes it as Idempotent-Replayed, the same header.
+const HeaderReplayed = "idempotent-replayed"
+
+// RetryAfter is the retry-after of every 409 (in progress) and 503 (store unavailable) answer.
+//
+// One second, the shortest the header can say, for both. A 409's claim can live until the
+// invocation deadline (tens of seconds), but the work it guards usually takes milliseconds:
+// the claim's expiry would make a client wait far longer than needed. A 503 lasts as long as the
+// store does not answer; a client that retries after 1s and then backs off on its own finds a
+// promoted replica as soon as it is there, where a fixed 5s adds up to 5s to every outage.
+// Webhook senders ignore the header and follow their own schedules, so only API clients see it.
+const RetryAfter = time.Second
+
+// Machine codes of the answers this package writes, stable across releases.
+const (
+	// CodeMissingKey (400): no key header, or a blank one.
+	CodeMissingKey = "missing_idempotency_key"
+	// CodeInvalidKey (400): a key ParseKey refuses.
+	CodeInvalidKey = "invalid_idempotency_key"
+	// CodeInvalidRequest (400): a body that is not valid base64, or that the fingerprint
+	// function refuses.
+	CodeInvalidRequest = "invalid_request"
+	// CodeUnauthenticated (401): the WithCaller hook names no caller.
+	CodeUnauthenticated = "unauthenticated"
+	// CodeInProgress (409): the first request with this key is still running.
+	CodeInProgress = "idempotency_key_in_use"
+	// CodeBodyTooLarge (413): a body over the limit.
+	CodeBodyTooLarge = "body_too_large"
+	// CodeKeyReused (422): the key came before with another payload.
+	CodeKeyReused = "idempotency_key_reused"
+	// CodeInternal (500): the handler panicked or ran out of time, and wrote no response.
+	CodeInternal = "internal_error"
+	// CodeUnavailable (503): Redis could not be reached; nothing ran.
+	CodeUnavailable = "store_unavailable"
+)
+
+// Refusal is the answer to an outcome in which no response of the work is sent: an error
+// status, a stable code, a message, and a retry-after when retrying later can help.
+type Refusal struct {
+	Status  int
+	Code    string
+	Message string
+	// RetryAfter is the retry-after header's value; 0 means no header.
+	RetryAfter time.Duration
+}
+
+// Refuse maps the outcomes of idem.Guard.Do in which no response of the work is sent to their
+// answer, the one table every HTTP front of the core uses:
+//
+//	InProgress   409 idempotency_key_in_use   retry-after: RetryAfter
+//	Mismatch     422 idempotency_key_reused
+//	Unavailable  503 store_unavailable        retry-after: RetryAfter
+//	InvalidKey   400 invalid_idempotency_key
+//
+// ok is false for the other Kinds: Executed, Replayed, LockLost, NotStored and
+// ExecutedUnguarded carry a response (Outcome.Result), and Failed is the caller's to answer
+// (its work failed in its own way). A caller with its own vocabulary may change Code and
+// Message; Status and RetryAfter are the policy.
+func Refuse(k idem.Kind) (r Refusal, ok bool) {
+	switch k {
+	case idem.InProgress:
+		return Refusal{Status: 409, Code: CodeInProgress, RetryAfter: RetryAfter,
+			Message: "a request with this idempotency key is still being processed; retry it later"}, true
+	case idem.Mismatch:
+		return Refusal{Status: 422, Code: CodeKeyReused,
+			Message: "this idempotency key was already used with a different request"}, true
+	case idem.Unavailable:
+		return Refusal{Status: 503, Code: CodeUnavailable, RetryAfter: RetryAfter,
+			Message: "the idempotency store is unreachable; nothing was done, retry with the same idempotency key"}, true
+	case idem.InvalidKey:
+		return Refusal{Status: 400, Code: CodeInvalidKey, Message: "idempotency-key: not usable"}, true
+	}
+	return Refusal{}, false
+}
+
+// Header returns the refusal's extra headers as name, value pairs (lower-case names): the
+// retry-after, when it has one. It suits apigw.Error's trailing arguments.
+func (r Refusal) Header() []string {
+	if r.RetryAfter <= 0 {
+		return nil
+	}
+	return []string{"retry-after", apigw.RetryAfter(r.RetryAfter)}
+}
+
+// Response returns the refusal as a JSON error response: {"error": {"code", "message"}},
+// content-type application/json, and its retry-after.
+func (r Refusal) Response() Response {
+	h := map[string][]string{"content-type": {"application/json"}}
+	if pairs := r.Header(); pairs != nil {
+		h[pairs[0]] = []string{pairs[1]}
+	}
+	return Response{Status: r.Status, Header: h, Body: errorBody(r.Code, r.Message)}
+}
+
+func errorBody(code, message string) []byte {
+	b, _ := json.Marshal(apigw.ErrorBody{Error: apigw.ErrorDetail{Code: code, Message: message}})
+	return b
+}
