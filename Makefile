@@ -109,8 +109,12 @@ $(addprefix build-,$(WEBHOOK_FUNCTIONS)):
 build-PaymentsFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/payments
 
-# Both bootstraps for arm64 (what Lambda runs) into bin/, with their sizes.
+build-ConsumerFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/consumer
+
+# Every bootstrap for arm64 (what Lambda runs) into bin/, with their sizes.
 build-lambda: deps
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o bin/arm64/webhook/bootstrap ./functions/webhook
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o bin/arm64/payments/bootstrap ./functions/payments
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o bin/arm64/consumer/bootstrap ./functions/consumer
 	@ls -l bin/arm64/*/bootstrap
