@@ -202,3 +202,14 @@ func TestARedisSettingWithoutRedisURLFailsStartWithTheVariable(t *testing.T) {
 		t.Fatalf("New: %v, want a *setting.Error naming REDIS_CLUSTER", err)
 	}
 }
+
+// WEBHOOK_SINK in the process environment replaces the in-process queue: the webhook functions
+// then send where it says, and the consumer is fed nothing.
+func TestAProcessSinkReplacesTheInProcessQueue(t *testing.T) {
+	api, _ := start(t, map[string]string{"WEBHOOK_SINK": "log"})
+	for _, f := range api.Functions {
+		if f.Provider() != "" && f.LocalEnv["WEBHOOK_SINK"] != "log" {
+			t.Errorf("%s: sink %q, want the log sink of the local defaults", f.LogicalID, f.LocalEnv["WEBHOOK_SINK"])
+		}
+	}
+}
