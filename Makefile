@@ -62,13 +62,16 @@ lint: deps
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-# Core benchmarks against a private redis-server on loopback, next to a bare SET NX and GET.
+# Core benchmarks (pkg/idem, and the SQS batch handler pkg/idem/idemsqs) against a private
+# redis-server on loopback, next to a bare SET NX and GET.
 # The rounds are interleaved (every benchmark once per round) so that a noisy phase of a shared
 # machine hits the paths and their floors alike.
 bench: deps
 	$(GO) test -c -o bin/idem.test ./pkg/idem
+	$(GO) test -c -o bin/idemsqs.test ./pkg/idem/idemsqs
 	rm -f bench.txt; for i in $$(seq $(BENCH_COUNT)); do \
 	  (cd pkg/idem && ../../bin/idem.test -test.run '^$$' -test.bench . -test.benchmem) | grep -v '^redis:' | tee -a bench.txt; \
+	  (cd pkg/idem/idemsqs && ../../../bin/idemsqs.test -test.run '^$$' -test.bench . -test.benchmem) | grep -v '^redis:' | tee -a bench.txt; \
 	done
 	$(GO) run $(BENCHSTAT) bench.txt
 	cd bench && $(GO) run ./benchreport ../bench.txt
@@ -109,8 +112,12 @@ build-Webhook%Function:
 build-PaymentsFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/payments
 
-# Both bootstraps for arm64 (what Lambda runs) into bin/, with their sizes.
+build-ConsumerFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/consumer
+
+# Every bootstrap for arm64 (what Lambda runs) into bin/, with their sizes.
 build-lambda: deps
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o bin/arm64/webhook/bootstrap ./functions/webhook
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o bin/arm64/payments/bootstrap ./functions/payments
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o bin/arm64/consumer/bootstrap ./functions/consumer
 	@ls -l bin/arm64/*/bootstrap

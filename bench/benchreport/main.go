@@ -38,6 +38,7 @@ var paths = []path{
 	{"first execution vs hand-written SET NX + minimal Lua CAS", "FirstExecution", "FloorClaimAndScript", 0, false},
 	{"batch of 10 first deliveries vs one bare SET NX", "BatchFirstDelivery10", "FloorSetNX", 0, true},
 	{"batch of 10 first deliveries vs hand-written pipelined SET NX + Lua CAS", "BatchFirstDelivery10", "FloorBatchClaimAndScript10", 0, true},
+	{"SQS batch of 10 new records (idemsqs) vs one bare SET NX", "SQSBatch10", "FloorSetNX", 3.0, true},
 	{"floor: bare SET NX", "FloorSetNX", "FloorSetNX", 0, false},
 	{"floor: SET NX + minimal Lua CAS", "FloorClaimAndScript", "FloorClaimAndScript", 0, false},
 	{"floor: 10 SET NX + 10 Lua CAS, 2 pipelines", "FloorBatchClaimAndScript10", "FloorBatchClaimAndScript10", 0, true},

@@ -159,6 +159,12 @@ func banner(w io.Writer, api *devapi.API, base string) {
 		}
 		fmt.Fprintf(w, "  %-5s %-45s %-24s %s\n", r.Method, base+r.Path, r.Function, detail)
 	}
+	for _, f := range api.Functions {
+		if f.Code == samtemplate.Consumer {
+			fmt.Fprintf(w, "  %-5s %-45s %-24s %s\n", "", "(in-process FIFO queue, the sqs sink's)", f.LogicalID,
+				"each forwarded event runs once; its line follows the webhook function's")
+		}
+	}
 	fmt.Fprintf(w, `
 Try it (in another terminal):
   make send PROVIDER=all URL=%[1]s N=5

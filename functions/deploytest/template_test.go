@@ -252,9 +252,73 @@ func refersTo(v any) string {
 var functions = []string{"PaymentsFunction", "WebhookGithubFunction", "WebhookShopifyFunction",
 	"WebhookSlackFunction", "WebhookStandardFunction", "WebhookStripeFunction"}
 
+// consumer is the function that consumes the queue, deployed with WebhookSink=sqs (the default).
+const consumer = "ConsumerFunction"
+
+// withConsumer is every function of a stack with the sqs sink.
+var withConsumer = append([]string{consumer}, functions...)
+
 func TestTheTemplateHasEveryFunction(t *testing.T) {
-	if got := deploy(t, nil).ofType("AWS::Serverless::Function"); !slices.Equal(got, functions) {
-		t.Fatalf("functions %v, want %v", got, functions)
+	if got := deploy(t, nil).ofType("AWS::Serverless::Function"); !slices.Equal(got, withConsumer) {
+		t.Fatalf("functions %v, want %v", got, withConsumer)
+	}
+	for _, sink := range []string{"log", "eventbridge"} {
+		if got := deploy(t, map[string]string{"WebhookSink": sink}).ofType("AWS::Serverless::Function"); !slices.Equal(got, functions) {
+			t.Errorf("WebhookSink=%s: functions %v, want %v", sink, got, functions)
+		}
+	}
+}
+
+// The consumer polls the FIFO queue through an event source mapping that reports partial batch
+// failures, with the SQS actions it needs on that queue only, its own log group and alarms.
+func TestTheConsumerConsumesTheQueueWithLeastPrivilege(t *testing.T) {
+	s := deploy(t, nil)
+	var mappings []string
+	for _, name := range s.ofType("AWS::Lambda::EventSourceMapping") {
+		p := props(s.Resources[name])
+		if isRef(p["FunctionName"], consumer) {
+			mappings = append(mappings, name)
+			if getAttResource(p["EventSourceArn"]) != "WebhookQueue" || jsonString(get(p, "FunctionResponseTypes", "0")) != "ReportBatchItemFailures" {
+				t.Errorf("%s: source %v, response types %v", name, p["EventSourceArn"], p["FunctionResponseTypes"])
+			}
+			if n, _ := p["BatchSize"].(float64); n < 1 || n > 10 {
+				t.Errorf("%s: BatchSize %v, a FIFO queue delivers at most 10", name, p["BatchSize"])
+			}
+		}
+	}
+	if len(mappings) != 1 {
+		t.Fatalf("event source mappings of the consumer: %v", mappings)
+	}
+	if props(s.Resources[consumer])["Events"] != nil {
+		t.Error("the consumer has SAM events: SAM's SQS event would attach a policy on every queue")
+	}
+	var actions []string
+	for _, pol := range props(s.Resources[consumer])["Policies"].([]any) {
+		st, _ := get(pol, "Statement").([]any)
+		for _, x := range st {
+			if getAttResource(get(x, "Resource")) != "WebhookQueue" {
+				t.Errorf("consumer statement on %v", get(x, "Resource"))
+			}
+			for _, a := range get(x, "Action").([]any) {
+				actions = append(actions, jsonString(a))
+			}
+		}
+	}
+	slices.Sort(actions)
+	if want := []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}; !slices.Equal(actions, want) {
+		t.Errorf("consumer actions %v, want %v", actions, want)
+	}
+	if sub := get(props(s.Resources["ConsumerLogGroup"]), "LogGroupName", "Fn::Sub"); sub != "/aws/lambda/${ConsumerFunction}" {
+		t.Errorf("consumer log group %v", sub)
+	}
+	outcome := props(s.Resources["ConsumerOutcomeErrorAlarm"])
+	if outcome["Namespace"] != "Idem" || !isRef(get(outcome, "Dimensions", "0", "Value"), consumer) || get(outcome, "Dimensions", "1", "Value") != "error" {
+		t.Errorf("consumer outcome alarm %v", outcome)
+	}
+	for name, r := range deploy(t, map[string]string{"WebhookSink": "eventbridge"}).Resources {
+		if strings.HasPrefix(name, "Consumer") || r["Type"] == "AWS::Lambda::EventSourceMapping" {
+			t.Errorf("%s deployed without the queue", name)
+		}
 	}
 }
 
@@ -323,7 +387,7 @@ func TestEveryFunctionRunsInTheVPC(t *testing.T) {
 	for _, o := range []map[string]string{nil, existingVPC} {
 		s := deploy(t, o)
 		global := get(s.Globals, "Function", "VpcConfig")
-		for _, name := range functions {
+		for _, name := range withConsumer {
 			vpc := get(props(s.Resources[name]), "VpcConfig")
 			if vpc == nil {
 				vpc = global
@@ -525,7 +589,7 @@ func TestAlarmsWatchFunctionsAPIAndQueue(t *testing.T) {
 		}
 	}
 	var want []string
-	for _, f := range functions {
+	for _, f := range withConsumer {
 		want = append(want, "Errors "+f, "Throttles "+f)
 		if f != "PaymentsFunction" {
 			want = append(want, "outcome=error "+f)

@@ -78,14 +78,14 @@ var (
 	hostBuildErr  error
 )
 
-// bootstraps builds both functions for the host once, and returns their paths.
+// bootstraps builds every function for the host once, and returns their paths.
 func bootstraps(t *testing.T) map[samtemplate.Code]string {
 	t.Helper()
 	hostBuild.Do(func() {
 		hostBootstrap = map[samtemplate.Code]string{}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		for _, code := range []samtemplate.Code{samtemplate.Webhook, samtemplate.Payments} {
+		for _, code := range []samtemplate.Code{samtemplate.Webhook, samtemplate.Payments, samtemplate.Consumer} {
 			path, err := buildBootstrap(ctx, code, runtime.GOARCH, workDir)
 			if err != nil {
 				hostBuildErr = err

@@ -30,8 +30,10 @@ var errNotRun = errors.New("idem: the batch did not run this item")
 // ascending order and a function work that runs item i's work and returns its error (nil when
 // it succeeded). run may call work concurrently, and must return only after every call it made
 // returned. An index it leaves uncalled counts as failed: its claim is released and nothing is
-// stored. work(i) for an index not given, or a second time, runs nothing and returns an error.
-// A nil run calls every work in order, one after another.
+// stored. work(i) for an index not given runs nothing and returns nil when the item was answered
+// by a replay, an error otherwise (in progress, mismatch, ...), so that a run that keeps items
+// in order can tell whether an earlier item it was not given succeeded; a second call of work(i)
+// runs nothing and returns an error. A nil run calls every work in order, one after another.
 //
 // The same key may appear twice in a batch: the first claims it, the second finds it in
 // progress. DoBatch returns one Outcome and one error per item, in the order of items, as Do
@@ -106,6 +108,13 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 		isUnguarded[i] = true
 	}
 	work := func(i int) error {
+		if i >= 0 && i < len(items) && state[i].Load() == 0 {
+			// Answered at the claim, before run: its outcome is settled and not written again.
+			if outs[i].Kind == Replayed {
+				return nil
+			}
+			return fmt.Errorf("idem: batch item %d was not claimed (%s): %w", i, outs[i].Kind, errs[i])
+		}
 		if i < 0 || i >= len(items) || !state[i].CompareAndSwap(1, 2) {
 			return fmt.Errorf("idem: batch item %d was not claimed, or already ran", i)
 		}

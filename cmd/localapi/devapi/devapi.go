@@ -12,7 +12,9 @@
 //     process. Only this development API starts one: the functions' own code never does, so
 //     no deployed bootstrap links a test server;
 //   - webhook functions accept their provider's development secret (DevSecret), and any
-//     secret Config.Secrets adds for the provider; sink log;
+//     secret Config.Secrets adds for the provider; their sink is the sqs sink sending to an
+//     in-process FIFO queue that feeds the template's consumer function, as the queue's event
+//     source does in AWS (sink log when the template has no consumer function);
 //   - the payments function uses the in-memory ledger, behind a stand-in for the authorizer that
 //     PAYMENTS_AUTH names, which takes the caller from HeaderPrincipal (see emulateAuthorizer);
 //   - variables that name AWS resources (secret ARNs, queue URL, event bus, table) are unset.
@@ -36,13 +38,16 @@ import (
 	"strings"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/cmd/localapi/gateway"
 	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
+	consumerhandler "github.com/idemlambda/idem/functions/consumer/handler"
 	paymentshandler "github.com/idemlambda/idem/functions/payments/handler"
 	webhookhandler "github.com/idemlambda/idem/functions/webhook/handler"
 	"github.com/idemlambda/idem/pkg/redisconn"
 	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/pkg/sink"
 )
 
 // DefaultTemplate is the template served when Config.Template is empty.
@@ -156,28 +161,37 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	if a.Embedded() {
 		a.Redis.Client.AddHook(&scriptFlags{})
 	}
+	queue, err := a.startConsumer(ctx, t, cfg)
+	if err != nil {
+		_ = a.Close()
+		return nil, err
+	}
 	for _, f := range t.Functions {
 		local, fixed := localEnv(f, cfg.Secrets)
-		getenv := func(name string) string {
-			if v, ok := fixed[name]; ok {
-				return v
-			}
-			if v := cfg.Getenv(name); v != "" {
-				return v
-			}
-			return local[name]
-		}
+		getenv := envOf(cfg, local, fixed)
 		var h gateway.Handler
 		switch f.Code {
 		case samtemplate.Webhook:
-			wh, err := webhookhandler.New(ctx, getenv,
-				webhookhandler.WithRedis(a.Redis.Client), webhookhandler.WithLogOutput(cfg.LogOutput))
+			opts := []webhookhandler.Option{webhookhandler.WithRedis(a.Redis.Client), webhookhandler.WithLogOutput(cfg.LogOutput)}
+			if queue != nil && cfg.Getenv(sink.EnvSink) == "" {
+				local[sink.EnvSink] = "sqs"
+				opts = append(opts, webhookhandler.WithSink(sink.NewSQS(queue, localQueueURL)))
+			}
+			wh, err := webhookhandler.New(ctx, getenv, opts...)
 			if err != nil {
 				_ = a.Close()
 				return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)
 			}
 			a.closers = append(a.closers, wh.Close)
 			h = wh.Handle
+			if local[sink.EnvSink] == "sqs" && queue != nil {
+				h = func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+					defer queue.release()
+					return wh.Handle(ctx, req)
+				}
+			}
+		case samtemplate.Consumer:
+			// Started by startConsumer; invoked by the local queue, not by a route.
 		case samtemplate.Payments:
 			ph, err := paymentshandler.New(ctx, getenv,
 				paymentshandler.WithRedis(a.Redis.Client), paymentshandler.WithLogOutput(cfg.LogOutput))
@@ -194,7 +208,9 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		maps.Copy(local, fixed)
 		delete(local, redisconn.EnvRuntimeAPI)
 		a.Functions = append(a.Functions, Function{Function: f, LocalEnv: local})
-		functions = append(functions, gateway.Function{Name: f.LogicalID, Timeout: f.Timeout, Handler: h})
+		if h != nil {
+			functions = append(functions, gateway.Function{Name: f.LogicalID, Timeout: f.Timeout, Handler: h})
+		}
 	}
 	if a.gateway, err = gateway.New(t.Routes(), functions, gateway.WithLog(cfg.AccessLog)); err != nil {
 		_ = a.Close()
@@ -236,6 +252,42 @@ func ResolveParameters(template string, params map[string]string) (map[string]st
 		}
 	}
 	return params, nil
+}
+
+// envOf returns a function's getenv: the fixed variables, then the process environment, then
+// the local defaults.
+func envOf(cfg Config, local, fixed map[string]string) func(string) string {
+	return func(name string) string {
+		if v, ok := fixed[name]; ok {
+			return v
+		}
+		if v := cfg.Getenv(name); v != "" {
+			return v
+		}
+		return local[name]
+	}
+}
+
+// startConsumer builds the template's consumer function, if it has one, and the in-process
+// queue that feeds it: the webhook functions' sink unless WEBHOOK_SINK is set in the process
+// environment. So `make run` shows the whole pipeline: the webhook function's line, then the
+// consumer's, for each event.
+func (a *API) startConsumer(ctx context.Context, t *samtemplate.Template, cfg Config) (*localQueue, error) {
+	for _, f := range t.Functions {
+		if f.Code != samtemplate.Consumer {
+			continue
+		}
+		local, fixed := localEnv(f, cfg.Secrets)
+		h, err := consumerhandler.New(ctx, envOf(cfg, local, fixed),
+			consumerhandler.WithRedis(a.Redis.Client), consumerhandler.WithLogOutput(cfg.LogOutput))
+		if err != nil {
+			return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)
+		}
+		q := newLocalQueue(h, f.Timeout, cfg.AccessLog)
+		a.closers = append(a.closers, h.Close, q.Close)
+		return q, nil
+	}
+	return nil, nil
 }
 
 // openRedis builds the shared client: for REDIS_URL and the other REDIS_* variables, or for an

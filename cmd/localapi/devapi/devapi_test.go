@@ -65,12 +65,17 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_devapi_1"); status != 200 {
 		t.Fatalf("delivery signed with the development secret: %d", status)
 	}
-	keys, err := rdb.Keys(context.Background(), prefix+":*").Result()
-	if err != nil {
-		t.Fatal(err)
+	// The delivery's record, and the consumer's once the in-process queue handed it the event.
+	var keys []string
+	for deadline := time.Now().Add(10 * time.Second); len(keys) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var err error
+		if keys, err = rdb.Keys(context.Background(), prefix+":*").Result(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if len(keys) != 1 {
-		t.Errorf("keys under IDEM_KEY_PREFIX %s: %q, want the one record of the delivery", prefix, keys)
+	slices.Sort(keys)
+	if len(keys) != 2 || !strings.HasPrefix(keys[0], prefix+":{consumer:") || !strings.HasPrefix(keys[1], prefix+":{stripe:") {
+		t.Errorf("keys under IDEM_KEY_PREFIX %s: %q, want the record of the delivery and the consumer's", prefix, keys)
 	}
 }
 
@@ -90,7 +95,8 @@ func TestWithoutRedisURLTheFunctionsShareOneEmbeddedRedis(t *testing.T) {
 		if f.LocalEnv["AWS_LAMBDA_FUNCTION_NAME"] != f.LogicalID {
 			t.Errorf("%s: AWS_LAMBDA_FUNCTION_NAME %q", f.LogicalID, f.LocalEnv["AWS_LAMBDA_FUNCTION_NAME"])
 		}
-		if p := f.Provider(); p != "" && f.LocalEnv["WEBHOOK_SINK"] != "log" {
+		// The template has a consumer: the sink is the in-process queue that feeds it.
+		if p := f.Provider(); p != "" && f.LocalEnv["WEBHOOK_SINK"] != "sqs" {
 			t.Errorf("%s: sink %q", f.LogicalID, f.LocalEnv["WEBHOOK_SINK"])
 		}
 	}
@@ -253,6 +259,17 @@ func TestAllProvidersIsEveryProviderTheTemplateCanDeploy(t *testing.T) {
 		_, err := devapi.ResolveParameters("../../../template.yaml", map[string]string{devapi.ProvidersParameter: bad})
 		if !errors.Is(err, devapi.ErrUnknownProvider) || !strings.Contains(err.Error(), "CoinbaseCommerce") {
 			t.Errorf("ResolveParameters(%q): %v, want ErrUnknownProvider naming the keys", bad, err)
+		}
+	}
+}
+
+// WEBHOOK_SINK in the process environment replaces the in-process queue: the webhook functions
+// then send where it says, and the consumer is fed nothing.
+func TestAProcessSinkReplacesTheInProcessQueue(t *testing.T) {
+	api, _ := start(t, map[string]string{"WEBHOOK_SINK": "log"})
+	for _, f := range api.Functions {
+		if f.Provider() != "" && f.LocalEnv["WEBHOOK_SINK"] != "log" {
+			t.Errorf("%s: sink %q, want the log sink of the local defaults", f.LogicalID, f.LocalEnv["WEBHOOK_SINK"])
 		}
 	}
 }

@@ -92,6 +92,9 @@ const (
 	// Payments is ./functions/payments; a function runs it when its environment sets
 	// PAYMENTS_LEDGER.
 	Payments Code = "payments"
+	// Consumer is ./functions/consumer; a function runs it when its environment sets
+	// CONSUMER_CONCURRENCY. It has no route: the queue of the sqs sink invokes it.
+	Consumer Code = "consumer"
 )
 
 // ErrTemplate is wrapped by every error about the template's content (as opposed to reading
@@ -281,8 +284,10 @@ func ParseWithParameters(data []byte, params map[string]string) (*Template, erro
 			f.Code = Webhook
 		case f.Env["PAYMENTS_LEDGER"] != "":
 			f.Code = Payments
+		case f.Env["CONSUMER_CONCURRENCY"] != "":
+			f.Code = Consumer
 		default:
-			return nil, fmt.Errorf("%w: function %s: no WEBHOOK_PROVIDER or PAYMENTS_LEDGER in its environment, so which program it runs is unknown", ErrTemplate, id)
+			return nil, fmt.Errorf("%w: function %s: no WEBHOOK_PROVIDER, PAYMENTS_LEDGER or CONSUMER_CONCURRENCY in its environment, so which program it runs is unknown", ErrTemplate, id)
 		}
 		routes, err := routesOf(tpl, id, fn)
 		if err != nil {

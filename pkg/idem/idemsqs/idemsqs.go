@@ -1,0 +1,342 @@
+// Package idemsqs runs the records of an SQS batch exactly once each, under an idem.Guard, as a
+// Lambda handler for events.SQSEvent that reports partial batch failures.
+//
+// Every record is keyed on its message id, or on what a key function reads from it (an event
+// id in the body). The batch goes through idem.Guard.DoBatch: the claims of all its records in
+// one pipelined round trip, their completions and releases in one more, so a batch of new
+// records costs 2 round trips on one Redis node whatever its size (on a cluster, one per node
+// holding a key, the nodes asked in parallel), where claiming and completing each record on
+// its own would cost 2 per record.
+//
+// The response lists in BatchItemFailures every record that failed or is in progress
+// elsewhere, so that SQS delivers those again and deletes the others; a replay (a record whose
+// work completed before) counts as a success. The event source mapping must set
+// FunctionResponseTypes: [ReportBatchItemFailures], or Lambda ignores the list and retries the
+// whole batch after any error.
+//
+// On a FIFO queue the records of one message group run one after another, in the batch's
+// order, and after a failure in a group that group's later records are listed as failures
+// without running, so the group keeps its order when SQS delivers them again. Records of
+// different groups, and all records of a standard queue, run concurrently, at most
+// WithConcurrency at a time.
+//
+// A message that appears twice in one batch runs once: the second takes the first's outcome.
+package idemsqs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemlambda/idem/pkg/idem"
+)
+
+// DefaultScope is the idempotency key scope of the records unless WithScope says otherwise.
+const DefaultScope = "sqs"
+
+// DefaultConcurrency is how many records' work may run at once unless WithConcurrency says
+// otherwise: 10, the largest batch a FIFO queue delivers and the default batch size of an SQS
+// event source.
+const DefaultConcurrency = 10
+
+// ErrSkipped is the error of a record of a FIFO message group that did not run because an
+// earlier record of its group failed in the same batch.
+var ErrSkipped = errors.New("idemsqs: not run: an earlier record of its message group failed")
+
+// Option configures a Handler.
+type Option func(*config)
+
+type config struct {
+	scope       string
+	key         func(events.SQSMessage) (string, error)
+	fingerprint func(events.SQSMessage) (idem.Fingerprint, error)
+	fifo        *bool
+	concurrency int
+}
+
+// WithScope sets the scope of the records' idempotency keys, so that two consumers sharing a
+// Redis keep their keys apart. Default DefaultScope ("sqs").
+func WithScope(scope string) Option { return func(c *config) { c.scope = scope } }
+
+// WithKey makes key(msg) the idempotency key ID of a record, for example an event id read
+// from the body, so that the same event sent twice as two messages still runs once. An error
+// from key fails the record (it is listed in BatchItemFailures). Default: the message id,
+// which SQS keeps across redeliveries of one message.
+func WithKey(key func(msg events.SQSMessage) (string, error)) Option {
+	return func(c *config) { c.key = key }
+}
+
+// WithFingerprint sets what identifies a record's payload: the same key with another
+// fingerprint is a mismatch (listed as a failure), never a replay. Default: the SHA-256 of the
+// body. With WithKey reading an id from the body, return idem.FingerprintJSON of the fields that
+// describe the event, leaving out those that differ between two sends of it.
+func WithFingerprint(fp func(msg events.SQSMessage) (idem.Fingerprint, error)) Option {
+	return func(c *config) { c.fingerprint = fp }
+}
+
+// WithFIFO says whether the queue is FIFO (records of a message group in order, a failure
+// holding back the rest of its group). Default: detected per batch, FIFO when the first
+// record's eventSourceARN ends in ".fifo".
+func WithFIFO(fifo bool) Option { return func(c *config) { c.fifo = &fifo } }
+
+// WithConcurrency bounds how many records' work runs at once (n < 1 means 1). Default
+// DefaultConcurrency. Records of one FIFO message group never run at once whatever n is.
+func WithConcurrency(n int) Option {
+	return func(c *config) { c.concurrency = max(n, 1) }
+}
+
+// Handler runs the records of SQS batches through fn under a guard. Build it once per
+// execution environment; it is safe for concurrent use.
+type Handler[Out any] struct {
+	guard *idem.Guard
+	fn    func(context.Context, events.SQSMessage) (Out, error)
+	cfg   config
+}
+
+// New returns a Handler that runs fn once per record key under g. fn's result is stored as
+// JSON (encoding/json: exported fields only) and decoded for every replay; an error from fn
+// releases the record's claim and lists the record in BatchItemFailures, so its redelivery
+// runs fn again. fn's context ends before the record's claim can expire (see idem.Guard.Do).
+func New[Out any](g *idem.Guard, fn func(ctx context.Context, msg events.SQSMessage) (Out, error), opts ...Option) *Handler[Out] {
+	c := config{scope: DefaultScope, concurrency: DefaultConcurrency}
+	for _, opt := range opts {
+		opt(&c)
+	}
+	return &Handler[Out]{guard: g, fn: fn, cfg: c}
+}
+
+// Record is what happened to one record of a batch.
+type Record[Out any] struct {
+	// MessageID is the record's SQS message id.
+	MessageID string
+	// Key is the record's idempotency key ID (the message id, or what WithKey returned).
+	Key string
+	// Kind is the guard's outcome: Executed (fn ran here and its result is stored), Replayed
+	// (fn ran before; Result is its stored result), InProgress (another caller holds the key),
+	// Failed (fn failed, or did not run: see Err), Mismatch, Unavailable, InvalidKey, and
+	// LockLost, NotStored or ExecutedUnguarded as idem.Guard.Do reports them.
+	Kind idem.Kind
+	// Duplicate is true for a record whose key an earlier record of the batch holds: it did
+	// not run, and has the earlier record's outcome (Replayed when that one succeeded).
+	Duplicate bool
+	// Result is fn's result (Executed, LockLost, NotStored, ExecutedUnguarded) or the stored
+	// one, decoded (Replayed).
+	Result Out
+	// Retry is true when the record is listed in BatchItemFailures, for SQS to deliver again.
+	Retry bool
+	// Err explains a record that is not a success: fn's error (wrapped), ErrSkipped, or the
+	// guard's reason. It may also be set for a success whose result could not be stored or
+	// decoded.
+	Err error
+	// RoundTrips is the number of Redis round trips of the whole batch (0 for a record
+	// answered without Redis).
+	RoundTrips int
+}
+
+// Handle runs the batch and returns the records to deliver again. Its error is always nil:
+// every failure is a record in BatchItemFailures. It is the function to pass to lambda.Start.
+func (h *Handler[Out]) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	resp, _ := h.Run(ctx, ev)
+	return resp, nil
+}
+
+// Run runs the batch as Handle does and also returns what happened to each record, in the
+// batch's order, for a caller that logs or counts them.
+func (h *Handler[Out]) Run(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, []Record[Out]) {
+	recs := ev.Records
+	out := make([]Record[Out], len(recs))
+	fifo := len(recs) > 0 && strings.HasSuffix(recs[0].EventSourceARN, ".fifo")
+	if h.cfg.fifo != nil {
+		fifo = *h.cfg.fifo
+	}
+
+	// Keys first: a record whose key cannot be derived fails without reaching Redis, and a
+	// record whose key an earlier record holds waits for that record instead of claiming.
+	origin := make([]int, len(recs)) // index of the first record with the same key, or -1
+	item := make([]int, len(recs))   // index of the record's item in the batch, or -1
+	var items []idem.Item
+	results := make([]Out, len(recs))
+	firstOf := map[string]int{}
+	for k, msg := range recs {
+		out[k].MessageID = msg.MessageId
+		origin[k], item[k] = -1, -1
+		id, fp, err := h.keyOf(msg)
+		out[k].Key = id
+		if err != nil {
+			out[k].Kind, out[k].Err = idem.InvalidKey, err
+			continue
+		}
+		if o, ok := firstOf[id]; ok {
+			origin[k] = o
+			continue
+		}
+		firstOf[id] = k
+		item[k] = len(items)
+		items = append(items, idem.Item{Key: idem.Key{Scope: h.cfg.scope, ID: id}, Fingerprint: fp, Work: h.work(msg, &results[k])})
+	}
+
+	groups := groupsOf(recs, fifo)
+	outs, errs := h.guard.DoBatch(ctx, items, func(_ []int, work func(int) error) {
+		h.runGroups(groups, origin, item, work)
+	})
+
+	// Outcomes, in the batch's order: an origin always precedes its duplicates.
+	for k := range recs {
+		r := &out[k]
+		switch {
+		case origin[k] >= 0:
+			o := out[origin[k]]
+			r.Duplicate, r.Result, r.RoundTrips = true, o.Result, o.RoundTrips
+			if r.Kind = o.Kind; success(o.Kind) {
+				r.Kind = idem.Replayed
+			} else {
+				r.Err = fmt.Errorf("idemsqs: duplicate of message %s, which did not succeed: %w", o.MessageID, o.Err)
+			}
+		case item[k] >= 0:
+			o, err := outs[item[k]], errs[item[k]]
+			r.Kind, r.RoundTrips, r.Err = o.Kind, o.RoundTrips, err
+			switch o.Kind {
+			case idem.Executed, idem.LockLost, idem.NotStored, idem.ExecutedUnguarded:
+				r.Result = results[k]
+			case idem.Replayed:
+				if derr := json.Unmarshal(o.Result.Body, &r.Result); derr != nil {
+					r.Err = fmt.Errorf("idemsqs: decode the stored result of message %s: %w", r.MessageID, derr)
+				}
+			}
+		}
+		r.Retry = !success(r.Kind)
+	}
+	// A FIFO group after its first failure: every later record is delivered again, in order.
+	// None of them ran (runGroups held them back): DoBatch reports those it claimed as Failed.
+	for _, g := range groups {
+		failed := false
+		for _, k := range g {
+			if r := &out[k]; failed && (!r.Retry || r.Kind == idem.Failed) {
+				r.Retry, r.Err = true, ErrSkipped
+			}
+			failed = failed || out[k].Retry
+		}
+	}
+
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for _, r := range out {
+		if r.Retry {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageID})
+		}
+	}
+	return resp, out
+}
+
+// success reports an outcome after which the record must not be delivered again: its work
+// ran here (even if its result could not be stored), or ran before.
+func success(k idem.Kind) bool {
+	switch k {
+	case idem.Executed, idem.Replayed, idem.ExecutedUnguarded, idem.LockLost, idem.NotStored:
+		return true
+	}
+	return false
+}
+
+// keyOf returns a record's key ID and fingerprint.
+func (h *Handler[Out]) keyOf(msg events.SQSMessage) (string, idem.Fingerprint, error) {
+	id := msg.MessageId
+	if h.cfg.key != nil {
+		var err error
+		if id, err = h.cfg.key(msg); err != nil {
+			return "", idem.Fingerprint{}, fmt.Errorf("idemsqs: key of message %s: %w", msg.MessageId, err)
+		}
+	}
+	if err := (idem.Key{Scope: h.cfg.scope, ID: id}).Validate(); err != nil {
+		return id, idem.Fingerprint{}, fmt.Errorf("idemsqs: message %s: %w", msg.MessageId, err)
+	}
+	if h.cfg.fingerprint == nil {
+		return id, idem.FingerprintOf([]byte(msg.Body)), nil
+	}
+	fp, err := h.cfg.fingerprint(msg)
+	if err != nil {
+		return id, idem.Fingerprint{}, fmt.Errorf("idemsqs: fingerprint of message %s: %w", msg.MessageId, err)
+	}
+	return id, fp, nil
+}
+
+// work is the guarded work of one record: fn, its result kept in *res and stored as JSON.
+func (h *Handler[Out]) work(msg events.SQSMessage, res *Out) idem.Work {
+	return func(ctx context.Context) (idem.Result, error) {
+		v, err := h.fn(ctx, msg)
+		if err != nil {
+			return idem.Result{}, fmt.Errorf("idemsqs: message %s: %w", msg.MessageId, err)
+		}
+		body, err := json.Marshal(v)
+		if err != nil {
+			return idem.Result{}, fmt.Errorf("idemsqs: encode the result of message %s as JSON: %w", msg.MessageId, err)
+		}
+		*res = v
+		return idem.Result{Body: body}, nil
+	}
+}
+
+// groupsOf returns the records' indexes by ordered group: on a FIFO queue one group per
+// message group, in the batch's order; otherwise one group per record.
+func groupsOf(recs []events.SQSMessage, fifo bool) [][]int {
+	if !fifo {
+		groups := make([][]int, len(recs))
+		for k := range recs {
+			groups[k] = []int{k}
+		}
+		return groups
+	}
+	var groups [][]int
+	index := map[string]int{}
+	for k, msg := range recs {
+		id := msg.Attributes["MessageGroupId"]
+		g, ok := index[id]
+		if !ok {
+			g = len(groups)
+			index[id] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], k)
+	}
+	return groups
+}
+
+// runGroups is DoBatch's run: each group in its own goroutine, its records in order, at most
+// cfg.concurrency works at once. A record that duplicates an earlier one waits for it; after a
+// failure, a group's later records are not run (DoBatch releases their claims). A record only
+// ever waits for records before it in the batch, so the waits cannot form a cycle, and the
+// bound is held only while a work runs.
+func (h *Handler[Out]) runGroups(groups [][]int, origin, item []int, work func(int) error) {
+	n := len(origin)
+	done := make([]chan struct{}, n)
+	ok := make([]bool, n)
+	for k := range done {
+		done[k] = make(chan struct{})
+	}
+	sem := make(chan struct{}, h.cfg.concurrency)
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Go(func() {
+			failed := false
+			for _, k := range g {
+				switch {
+				case failed:
+				case origin[k] >= 0:
+					<-done[origin[k]]
+					ok[k] = ok[origin[k]]
+				case item[k] >= 0:
+					sem <- struct{}{}
+					ok[k] = work(item[k]) == nil
+					<-sem
+				}
+				failed = failed || !ok[k]
+				close(done[k])
+			}
+		})
+	}
+	wg.Wait()
+}
