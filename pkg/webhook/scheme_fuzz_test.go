@@ -38,6 +38,9 @@ func FuzzPresetSignatureHeaders(f *testing.F) {
 		case webhook.ECDSAP256:
 			secret = sendgridKey1
 		}
+		if p.SecretFormat == webhook.SecretWhsec {
+			secret = webhook.StandardSecret([]byte(fuzzSecret))
+		}
 		v, err := webhook.NewVerifier(p, []string{secret}, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -1,42 +1,43 @@
 // Package webhook verifies the signatures of webhook deliveries and extracts
-// what deduplication needs from them, for each supported sender: Stripe,
-// GitHub, Shopify, Standard Webhooks (as Svix sends them) and Slack.
+// what deduplication needs from them, for every supported sender.
 //
-// It knows nothing of HTTP servers, Redis or AWS: a caller hands it the raw
-// body and the request headers (names lower-cased, as API Gateway HTTP API
-// payload v2.0 delivers them), and gets back either an error wrapping one of
-// the sentinels below or an [Event] whose ID is the deduplication key.
+// Almost every sender signs in one of a few ways (a Family); a sender is a
+// Preset, a row of the preset table naming its family, headers, encoding,
+// where its event id and type come from, how long results are kept and its
+// endpoint handshake. Stripe, GitHub, Shopify, Standard Webhooks (as Svix
+// sends them) and Slack are presets like the others, and WEBHOOK_PROVIDER=hmac
+// describes one more through settings (HMACPresetFromEnv).
 //
-// A typical request path:
+// It knows nothing of HTTP servers, Redis or AWS: a caller hands it a Request
+// (raw body, lower-cased headers as API Gateway HTTP API payload v2.0
+// delivers them, the public URL for URL-signing senders) and gets back either
+// an error wrapping one of the sentinels below or a Delivery whose ID is the
+// deduplication key. A typical request path:
 //
-//	p, err := webhook.New("stripe", secrets, 0) // once, at init
+//	v, err := webhook.New("stripe", secrets, 0) // once, at init
 //	...
-//	if err := p.Verify(headers, body, time.Now()); err != nil {
+//	if err := v.Verify(r); err != nil {
 //		// 401: every Verify error is a rejection
 //	}
-//	ev, err := p.Event(headers, body)
+//	d, err := v.Event(r)
 //	if err != nil {
 //		// 400: ErrBadPayload or ErrNoEventID
 //	}
-//	if ev.Challenge != "" {
-//		// Slack URL verification: answer with the challenge, no deduplication
+//	if d.Handshake != nil {
+//		// endpoint validation: answer with it, no deduplication
 //	}
 //
-// Every provider also ships the signing side ([Provider.Sign] and one exported
-// signing function per provider), so tests and local tools can produce
-// deliveries that the verifier accepts exactly as it accepts the sender's.
+// The signing side lives in package webhooktest, beside this one as
+// net/http/httptest sits beside net/http.
 package webhook
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,104 +50,6 @@ import (
 // Stripe, Slack and Standard Webhooks document, and applies when New is given a
 // zero tolerance.
 const DefaultTolerance = 300 * time.Second
-
-// Provider verifies one sender's deliveries and extracts what deduplication
-// needs. Implementations are safe for concurrent use.
-type Provider interface {
-	// Name is the provider's registry name: "stripe", "github", "shopify",
-	// "standard" or "slack".
-	Name() string
-
-	// Verify checks the signature over the raw body against every accepted
-	// secret. headers have lower-cased names (API Gateway v2); now is the
-	// receiver's clock, used for the timestamp tolerance. It returns nil, or
-	// an error wrapping ErrNotSigned, ErrInvalidHeader, ErrNoValidSignature,
-	// ErrTooOld or ErrTooNew; any of them means the delivery must be rejected.
-	Verify(headers map[string]string, body []byte, now time.Time) error
-
-	// Event extracts the deduplication key and metadata from a delivery that
-	// Verify accepted. Errors wrap ErrBadPayload (the body is not the JSON
-	// the sender sends) or ErrNoEventID (no deduplication key).
-	Event(headers map[string]string, body []byte) (Event, error)
-
-	// DefaultResultTTL is how long a completed result must be kept so that it
-	// outlives every retry the sender can still make.
-	DefaultResultTTL() time.Duration
-
-	// Sign returns the signature headers a genuine sender would attach to
-	// body at time now when signing with secret. It is meant for tests, local
-	// senders and sample generation; secret need not be one New was given.
-	Sign(secret string, body []byte, now time.Time) map[string]string
-
-	// Sample returns a realistic delivery body for eventID, sent at now, and
-	// the headers other than the signature that the sender sets with it
-	// (delivery id, event type, content type). Merged with Sign's headers, in
-	// either order, it makes a delivery that Verify and Event accept and whose
-	// Event.ID is eventID, or, for a sender whose signature does not cover
-	// its id (Event.DeliveryID set), whose Event.DeliveryID is eventID.
-	Sample(eventID string, now time.Time) (body []byte, headers map[string]string)
-}
-
-// Event is what deduplication and routing need from a verified delivery.
-type Event struct {
-	// ID is the deduplication key, the same for every retry of one event and
-	// always derived from signed bytes, so that no header an attacker can
-	// change makes a captured delivery look new. It is the event id the
-	// signature covers (Stripe's and Slack's id in the body, Standard
-	// Webhooks' webhook-id) or, for senders whose signature covers the body
-	// only (GitHub, Shopify), BodyDigestPrefix followed by the hex SHA-256 of
-	// the body.
-	ID string
-	// DeliveryID is the sender's own id for the delivery when the signature
-	// does not cover it and it is therefore not ID: GitHub's
-	// x-github-delivery, Shopify's x-shopify-webhook-id (or
-	// x-shopify-event-id). It is empty when ID is the sender's id.
-	DeliveryID string
-	// Type is the event type: Stripe's and Standard Webhooks' body type,
-	// GitHub's x-github-event, Shopify's x-shopify-topic, Slack's event.type.
-	Type string
-	// ObjectID identifies the object the event is about, when the delivery
-	// says so (Stripe data.object.id, GitHub repository full name, Shopify
-	// resource id, Slack team and channel). It suits SQS FIFO message groups.
-	// It may be empty.
-	ObjectID string
-	// Unsigned is the set of fields above whose values come from request
-	// headers the signature does not cover (GitHub's and Shopify's delivery
-	// id and type). Anyone who captured a delivery can change them, so a
-	// consumer must not rely on them for anything the body does not confirm.
-	Unsigned Fields
-	// Challenge is set only for a Slack url_verification request: the caller
-	// answers with it and deduplicates nothing. ID is then empty.
-	Challenge string
-}
-
-// Fields is a set of Event fields, as Event.Unsigned reports them.
-type Fields uint8
-
-// The Event fields a Fields set can name.
-const (
-	// FieldDeliveryID is Event.DeliveryID.
-	FieldDeliveryID Fields = 1 << iota
-	// FieldType is Event.Type.
-	FieldType
-	// FieldObjectID is Event.ObjectID.
-	FieldObjectID
-)
-
-// fieldNames are the names Fields.Names reports, in the order of the bits.
-var fieldNames = [...]string{"delivery_id", "type", "object_id"}
-
-// Names returns the snake_case names of the fields in f ("delivery_id",
-// "type", "object_id"), in that order; nil for the empty set.
-func (f Fields) Names() []string {
-	var names []string
-	for i, name := range fieldNames {
-		if f&(1<<i) != 0 {
-			names = append(names, name)
-		}
-	}
-	return names
-}
 
 // BodyDigestPrefix starts the Event.ID of a sender whose signature covers the
 // body only: "sha256:" and the hex SHA-256 of the body follow.
@@ -196,55 +99,24 @@ var (
 	ErrBadPayload = errors.New("webhook: bad payload")
 )
 
-// config is what every provider is built from.
-type config struct {
-	secrets   []string
-	tolerance time.Duration
-}
-
-var registry = map[string]func(config) (Provider, error){
-	"github":   newGitHub,
-	"shopify":  newShopify,
-	"slack":    newSlack,
-	"standard": newStandard,
-	"stripe":   newStripe,
-}
-
-// New returns the named provider, accepting a delivery signed with any of
-// secrets (several at once during a rotation). tolerance bounds the distance
-// between a signed timestamp and the receiver's clock, in both directions; 0
-// means DefaultTolerance. Providers whose scheme signs no timestamp (github,
-// shopify) ignore it.
-//
-// New returns an error wrapping ErrUnknownProvider for a name Names does not
-// list, ErrNoSecret when secrets is empty or holds an empty string,
-// ErrInvalidSecret for a secret the scheme cannot use, and ErrInvalidTolerance
-// for a negative tolerance.
-func New(name string, secrets []string, tolerance time.Duration) (Provider, error) {
-	build, ok := registry[name]
+// New returns a verifier for the preset called name (Lookup), accepting a
+// delivery signed with any of secrets (several at once during a rotation).
+// tolerance, when positive, overrides the preset's. It returns an error
+// wrapping ErrUnknownProvider for a name Lookup does not know; otherwise
+// those of NewVerifier. The configurable verifier (HMACPresetName) is built
+// with PresetFor and NewVerifier.
+func New(name string, secrets []string, tolerance time.Duration) (*Verifier, error) {
+	p, ok := Lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownProvider, name, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownProvider, name, strings.Join(PresetNames(), ", "))
 	}
-	if len(secrets) == 0 {
-		return nil, fmt.Errorf("%w for %s", ErrNoSecret, name)
-	}
-	for i, s := range secrets {
-		if s == "" {
-			return nil, fmt.Errorf("%w for %s: secret %d is empty", ErrNoSecret, name, i+1)
-		}
-	}
-	if tolerance < 0 {
-		return nil, fmt.Errorf("%w: %s is negative", ErrInvalidTolerance, tolerance)
-	}
-	if tolerance == 0 {
-		tolerance = DefaultTolerance
-	}
-	return build(config{secrets: slices.Clone(secrets), tolerance: tolerance})
+	return NewVerifier(p, secrets, tolerance)
 }
 
-// Names lists the provider names New accepts, sorted.
+// Names lists every WEBHOOK_PROVIDER value PresetFor accepts: the preset
+// names and HMACPresetName, sorted.
 func Names() []string {
-	return slices.Sorted(maps.Keys(registry))
+	return slices.Sorted(slices.Values(append(PresetNames(), HMACPresetName)))
 }
 
 // header returns the value of the header called name (lower-case). API
@@ -283,41 +155,6 @@ func quote(s string) string {
 	return q + "...(truncated, " + strconv.Itoa(n) + " bytes)"
 }
 
-// hmacSHA256 returns HMAC-SHA256(key, parts joined without separator).
-func hmacSHA256(key []byte, parts ...[]byte) []byte {
-	mac := hmac.New(sha256.New, key)
-	for _, p := range parts {
-		mac.Write(p)
-	}
-	return mac.Sum(nil)
-}
-
-// macHexLen and macBase64Len are the encoded lengths of an HMAC-SHA256 tag.
-const (
-	macHexLen    = 2 * sha256.Size
-	macBase64Len = (sha256.Size + 2) / 3 * 4
-)
-
-// decodeHexMAC decodes a hex HMAC-SHA256 tag (either case), or reports false.
-func decodeHexMAC(s string) ([]byte, bool) {
-	if len(s) != macHexLen {
-		return nil, false
-	}
-	b, err := hex.DecodeString(s)
-	return b, err == nil
-}
-
-// decodeBase64MAC decodes a padded standard-base64 HMAC-SHA256 tag, or reports
-// false. Only the canonical encoding passes: the length check excludes the
-// line breaks the decoder would otherwise skip, Strict the stray low bits.
-func decodeBase64MAC(s string) ([]byte, bool) {
-	if len(s) != macBase64Len {
-		return nil, false
-	}
-	b, err := base64.StdEncoding.Strict().DecodeString(s)
-	return b, err == nil && len(b) == sha256.Size
-}
-
 // parseTimestamp parses a signed Unix timestamp in seconds. Only canonical
 // decimal passes (no sign, no leading zero), so the string the sender signed
 // and the number checked against the tolerance cannot disagree.
@@ -346,11 +183,6 @@ func checkTolerance(signed, now time.Time, tolerance time.Duration) error {
 		return fmt.Errorf("%w: signed %s ahead, tolerance %s", ErrTooNew, d.Truncate(time.Second), tolerance)
 	}
 	return nil
-}
-
-// unixString formats t as the decimal Unix seconds senders put in headers.
-func unixString(t time.Time) string {
-	return strconv.FormatInt(t.Unix(), 10)
 }
 
 // jsonObject is a decoded JSON object whose members are decoded on demand.
@@ -501,47 +333,4 @@ func (o jsonObject) id(key string) string {
 		return ""
 	}
 	return n.String()
-}
-
-// derivedID returns a stable identifier made from seed: prefix followed by
-// n hex characters of its SHA-256. Samples use it so that one event id always
-// yields the same object ids.
-func derivedID(prefix, seed string, n int) string {
-	sum := sha256.Sum256([]byte(seed))
-	return prefix + hex.EncodeToString(sum[:])[:n]
-}
-
-// derivedUUID is derivedID shaped as a version 4 UUID.
-func derivedUUID(seed string) string {
-	h := derivedID("", seed, 32)
-	return h[:8] + "-" + h[8:12] + "-4" + h[13:16] + "-8" + h[17:20] + "-" + h[20:32]
-}
-
-// derivedNumber is derivedID for senders whose ids are decimal numbers.
-func derivedNumber(seed string, digits int) string {
-	sum := sha256.Sum256([]byte(seed))
-	var b strings.Builder
-	b.WriteByte('1' + sum[0]%9)
-	for i := 1; i < digits; i++ {
-		b.WriteByte('0' + sum[i%len(sum)]%10)
-	}
-	return b.String()
-}
-
-// mustJSON encodes a sample body; samples are built from plain values, so a
-// failure is a programming error.
-func mustJSON(v any, indent bool) []byte {
-	var (
-		b   []byte
-		err error
-	)
-	if indent {
-		b, err = json.MarshalIndent(v, "", "  ")
-	} else {
-		b, err = json.Marshal(v)
-	}
-	if err != nil {
-		panic("webhook: sample body: " + err.Error())
-	}
-	return b
 }
