@@ -20,9 +20,6 @@ var errSchemeNoField = errors.New("no such field")
 // string nor a number (it always comes wrapped in ErrBadPayload).
 var errSchemeNotScalar = errors.New("not a string or a number")
 
-// maxPresetEventIDLen bounds an event id read from a body.
-const maxPresetEventIDLen = 512
-
 // schemeJSONPath returns the string or number at a dotted path of a JSON
 // object, as text. A member that appears twice on the path, or a string that
 // is not valid UTF-8 (a lone surrogate escape included), is ErrBadPayload:
@@ -220,9 +217,6 @@ func (v *Verifier) Event(r Request) (Delivery, error) {
 			return Delivery{}, err
 		}
 		d.ID = id
-	}
-	if len(d.ID) > maxPresetEventIDLen {
-		return Delivery{}, fmt.Errorf("%w: event id longer than %d bytes", ErrBadPayload, maxPresetEventIDLen)
 	}
 	if !utf8.ValidString(d.ID) {
 		// Distinct ids must not collapse into one key when decoded.

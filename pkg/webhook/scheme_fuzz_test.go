@@ -71,7 +71,7 @@ func FuzzPresetSignatureHeaders(f *testing.F) {
 			t.Fatalf("%s: error of %d bytes", p.Name, len(err.Error()))
 		}
 		// Event must not panic on anything either.
-		if d, err := v.Event(r); err == nil && (!utf8.ValidString(d.ID) || len(d.ID) > 512) {
+		if d, err := v.Event(r); err == nil && !utf8.ValidString(d.ID) {
 			t.Fatalf("%s: id %q", p.Name, d.ID)
 		}
 	})

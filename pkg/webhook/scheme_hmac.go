@@ -186,7 +186,7 @@ func schemeParseSignature(value string, f headerFormat, prefix string, enc Encod
 		// unknown key is ignored, a second timestamp is an error.
 		key, val, ok := strings.Cut(entry, "=")
 		if !ok || key == "" {
-			return parsedSignature{}, fmt.Errorf("%w: an element is not key=value", ErrInvalidHeader)
+			return parsedSignature{}, fmt.Errorf("%w: element %s is not key=value", ErrInvalidHeader, quote(entry))
 		}
 		switch key {
 		case f.timestampKey:
