@@ -110,12 +110,12 @@ type Handler struct {
 	name      string // WEBHOOK_PROVIDER: the route, the key scope and the log's provider
 	publicURL string // webhook.PublicURLSetting, or "" to rebuild the URL from the event
 	route     string
-	maxBody  int
-	guard    *idem.Guard
-	sink     sink.Sink
-	logger   *slog.Logger
-	now      func() time.Time
-	conn     *redisconn.Conn // nil when the client came from WithRedis
+	maxBody   int
+	guard     *idem.Guard
+	sink      sink.Sink
+	logger    *slog.Logger
+	now       func() time.Time
+	conn      *redisconn.Conn // nil when the client came from WithRedis
 }
 
 // New builds everything a request needs, once: the settings (see the Env constants, and

@@ -73,7 +73,7 @@ func DevSecret(provider string) string { return webhook.DevSecret(provider) }
 type settings struct {
 	provider     string
 	preset       webhook.Preset
-	publicURL    string // webhook.PublicURLSetting
+	publicURL    string   // webhook.PublicURLSetting
 	secrets      []string // from EnvSecret
 	secretARN    string
 	tolerance    time.Duration // 0: the provider's default
