@@ -22,6 +22,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -67,6 +68,11 @@ func DevSecret(provider string) string { return webhookhandler.DevSecret(provide
 // same secret, or for a public-key sender (Discord, SendGrid) the private key whose public half
 // DevSecret is.
 func SigningSecret(provider string) string { return webhooktest.DevSigningSecret(provider) }
+
+// ErrTimestampInBody is returned by Resign for a sender that stamps the signed time inside the
+// signed body (Linear's webhookTimestamp): re-signing cannot refresh it; write the file again
+// (make events).
+var ErrTimestampInBody = errors.New("the signed timestamp is inside the body: write the event again")
 
 // Sample is one file of events/.
 type Sample struct {
@@ -232,6 +238,9 @@ func (s Sample) Resign(ev *events.APIGatewayV2HTTPRequest, now time.Time) error 
 	ev.RequestContext.TimeEpoch = now.UnixMilli()
 	if s.Provider == "" {
 		return nil
+	}
+	if p, _ := webhook.Lookup(s.Provider); p.TimestampField != "" && p.Family != webhook.FamilyBodySignature {
+		return fmt.Errorf("samples: %s: %w", s.File, ErrTimestampInBody)
 	}
 	body := []byte(ev.Body)
 	if ev.IsBase64Encoded {
