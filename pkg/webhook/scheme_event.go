@@ -113,23 +113,10 @@ func schemeScalar(raw json.RawMessage) (string, error) {
 	return "", fmt.Errorf("%w: %w", ErrBadPayload, errSchemeNotScalar)
 }
 
-// schemeFields reads a Source.Field: one path, or several comma-separated
-// paths joined with "|". A path may list alternatives separated by "|": the
-// first present one is read.
-func schemeFields(body []byte, fields string) (string, error) {
-	var parts []string
-	for path := range strings.SplitSeq(fields, ",") {
-		s, err := schemeAlternatives(body, strings.TrimSpace(path), false)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", path, err)
-		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, "|"), nil
-}
-
-// schemeIDFields is schemeFields for an event id: each member must be a
-// JSON string, so that 7 and "7" cannot be two spellings of one key.
+// schemeIDFields reads an event id's Source.Field: one path, or several
+// comma-separated paths joined with "|"; a path may list alternatives
+// separated by "|", the first present one read. Each member must be a JSON
+// string, so that 7 and "7" cannot be two spellings of one key.
 func schemeIDFields(body []byte, fields string) (string, error) {
 	var parts []string
 	for path := range strings.SplitSeq(fields, ",") {

@@ -42,7 +42,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // DefaultTolerance is how far a signed timestamp may lie from the receiver's
@@ -231,106 +230,4 @@ func uniqueMembers(body []byte, n int) error {
 		return fmt.Errorf("%w: the object names a member more than once (%d members, %d names)", ErrBadPayload, members, n)
 	}
 	return nil
-}
-
-// str returns the member key when it is a JSON string, else "".
-func (o jsonObject) str(key string) string {
-	raw, ok := o[key]
-	if !ok || len(raw) == 0 || raw[0] != '"' {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
-}
-
-// idString returns the member key when it is a JSON string, else "". A string
-// that is not valid UTF-8, or holds an escaped surrogate that is not half of
-// a pair (as "\ud800" alone), is an error wrapping ErrBadPayload: decoding
-// would turn each bad sequence into U+FFFD, so distinct ids would share one
-// deduplication key while their raw bytes still reached the consumer.
-func (o jsonObject) idString(key string) (string, error) {
-	raw, ok := o[key]
-	if !ok || len(raw) == 0 || raw[0] != '"' {
-		return "", nil
-	}
-	if !utf8.Valid(raw) || !pairedSurrogates(raw) {
-		return "", fmt.Errorf("%w: %s is not valid UTF-8 text", ErrBadPayload, key)
-	}
-	return o.str(key), nil
-}
-
-// pairedSurrogates reports whether every \u escape of a UTF-16 surrogate in
-// the JSON string literal s is a high surrogate directly followed by an
-// escaped low one.
-func pairedSurrogates(s []byte) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' {
-			continue
-		}
-		i++
-		if i >= len(s) || s[i] != 'u' {
-			continue // a one-character escape; i now skips it
-		}
-		r, ok := hexRune(s[i+1:])
-		if !ok {
-			return false
-		}
-		i += 4
-		switch {
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return false // a low surrogate with no high one before it
-		case r >= 0xD800 && r <= 0xDBFF:
-			if i+2 >= len(s) || s[i+1] != '\\' || s[i+2] != 'u' {
-				return false
-			}
-			low, ok := hexRune(s[i+3:])
-			if !ok || low < 0xDC00 || low > 0xDFFF {
-				return false
-			}
-			i += 6
-		}
-	}
-	return true
-}
-
-// hexRune decodes the four hex digits that start b.
-func hexRune(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(b[:4]), 16, 32)
-	return rune(n), err == nil
-}
-
-// obj returns the member key when it is a JSON object, else nil.
-func (o jsonObject) obj(key string) jsonObject {
-	raw, ok := o[key]
-	if !ok || len(raw) == 0 || raw[0] != '{' {
-		return nil
-	}
-	var sub jsonObject
-	if json.Unmarshal(raw, &sub) != nil {
-		return nil
-	}
-	return sub
-}
-
-// id returns the member key when it is a JSON string or number, as text.
-// Numbers keep their exact digits: Shopify ids exceed float64 precision.
-func (o jsonObject) id(key string) string {
-	raw, ok := o[key]
-	if !ok || len(raw) == 0 {
-		return ""
-	}
-	if raw[0] == '"' {
-		return o.str(key)
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) != nil {
-		return ""
-	}
-	return n.String()
 }
