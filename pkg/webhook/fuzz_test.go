@@ -261,6 +261,9 @@ func FuzzEvent(f *testing.F) {
 		f.Add("id-1", "type-1", "application/json", readFixture(f, fixture))
 	}
 	f.Add("id-1", "push", "application/x-www-form-urlencoded", []byte("payload=%7B%22repository%22%3A%7B%22full_name%22%3A%22a%2Fb%22%7D%7D"))
+	// GitHub's form deliveries, the media type in any case: the JSON is the payload field.
+	f.Add("id-1", "push", "application/x-www-form-urlencoded", []byte("payload=%7B%7D"))
+	f.Add("id-1", "push", "Application/X-WWW-Form-URLEncoded; charset=utf-8", []byte("payload=%7B%7D"))
 	f.Add("", "", "", []byte(`{"id":{"id":1},"data":{"object":[]},"event":null}`))
 	f.Add("x", "", "multipart/form-data; boundary=x", []byte("payload="))
 	f.Fuzz(func(t *testing.T, id, typ, contentType string, body []byte) {
