@@ -20,6 +20,7 @@ import (
 	"github.com/idemlambda/idem/pkg/redisconn"
 	"github.com/idemlambda/idem/pkg/sink"
 	"github.com/idemlambda/idem/pkg/webhook"
+	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
 // settings are the knobs the peers' drivers read from their environment, with their defaults.
@@ -556,9 +557,9 @@ func (s *holdingSink) Send(ctx context.Context, e sink.Event) error {
 // event parsing, the core, the log sink and the request's log line, per signed delivery.
 func (m *measurer) measureHandler(ctx context.Context, inFlight int) (map[string]Phase, error) {
 	phases := map[string]Phase{}
-	stripe, err := webhook.New("stripe", []string{handlerSecret}, 0)
-	if err != nil {
-		return nil, err
+	stripe, ok := webhook.Lookup("stripe")
+	if !ok {
+		return nil, fmt.Errorf("compare: no stripe preset")
 	}
 	env := map[string]string{
 		"WEBHOOK_PROVIDER": "stripe",
@@ -582,8 +583,15 @@ func (m *measurer) measureHandler(ctx context.Context, inFlight int) (map[string
 		reqs := make([]events.APIGatewayV2HTTPRequest, n)
 		for i := range reqs {
 			now := time.Now()
-			body, headers := stripe.Sample(fmt.Sprintf("evt_%s_%s_%d", m.run, tag, i), now)
-			maps.Copy(headers, stripe.Sign(handlerSecret, body, now))
+			sample, err := webhooktest.Sample("stripe", fmt.Sprintf("evt_%s_%s_%d", m.run, tag, i), now)
+			if err != nil {
+				panic(err) // the stripe preset always has a sample
+			}
+			signed, err := webhooktest.Sign(stripe, handlerSecret, sample)
+			if err != nil {
+				panic(err) // a raw HMAC secret always signs
+			}
+			body, headers := signed.Body, signed.Headers
 			reqs[i] = events.APIGatewayV2HTTPRequest{
 				Version: "2.0", RouteKey: "POST /webhooks/stripe", RawPath: "/webhooks/stripe", Headers: headers, Body: string(body),
 				RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/webhooks/stripe"}},

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -19,6 +20,7 @@ import (
 	"github.com/idemlambda/idem/functions/webhook/handler"
 	"github.com/idemlambda/idem/pkg/sink"
 	"github.com/idemlambda/idem/pkg/webhook"
+	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
 // Config is one load run.
@@ -122,9 +124,9 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 // of the Stripe webhook function, retries every delivery until it is acknowledged, and counts
 // the executions from the sink's log lines.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	stripe, err := webhook.New("stripe", []string{secret}, 0)
-	if err != nil {
-		return nil, err
+	stripe, ok := webhook.Lookup("stripe")
+	if !ok {
+		return nil, errors.New("load: no stripe preset")
 	}
 	env := map[string]string{
 		"WEBHOOK_PROVIDER": "stripe",
@@ -135,6 +137,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	envs := make([]*environment, cfg.Environments)
 	for i := range envs {
 		e := &environment{}
+		var err error
 		e.h, err = handler.New(ctx, func(k string) string { return env[k] },
 			handler.WithSink(sink.NewLog(&e.sinkOut)), handler.WithLogOutput(&e.requests))
 		if err != nil {
@@ -150,12 +153,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	bodies := make([]delivery, cfg.Events)
 	for i := range bodies {
-		body, headers := stripe.Sample(fmt.Sprintf("evt_load_%s_%d", cfg.Prefix, i), time.Now())
-		bodies[i] = delivery{body, headers}
+		r, err := webhooktest.Sample("stripe", fmt.Sprintf("evt_load_%s_%d", cfg.Prefix, i), time.Now())
+		if err != nil {
+			return nil, err
+		}
+		bodies[i] = delivery{r.Body, r.Headers}
 	}
 	request := func(d delivery) events.APIGatewayV2HTTPRequest {
-		h := maps.Clone(d.headers)
-		maps.Copy(h, stripe.Sign(secret, d.body, time.Now()))
+		// Each attempt is signed anew, as Stripe signs each retry; signing with a valid
+		// preset and secret cannot fail.
+		signed, _ := webhooktest.Sign(stripe, secret, webhook.Request{Headers: maps.Clone(d.headers), Body: d.body, Now: time.Now()})
+		h := signed.Headers
 		return events.APIGatewayV2HTTPRequest{
 			Version: "2.0", RouteKey: "POST /webhooks/stripe", RawPath: "/webhooks/stripe", Headers: h, Body: string(d.body),
 			RequestContext: events.APIGatewayV2HTTPRequestContext{

@@ -3,7 +3,7 @@
 // are answered:
 //
 //	go run ./cmd/send -provider stripe -url http://127.0.0.1:3000 -n 10   # make send PROVIDER=stripe N=10
-//	go run ./cmd/send -provider all -n 5                                   # every provider
+//	go run ./cmd/send -provider all -n 5                                   # every provider route of template.yaml
 //	go run ./cmd/send -provider github -url https://<api>/webhooks/github -secret "$SECRET"
 //	go run ./cmd/send -payments -n 5                                       # POST /payments, one key
 //
@@ -36,7 +36,8 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.provider, "provider", "stripe", "webhook provider, or all: "+fmt.Sprint(webhook.Names()))
+	flag.StringVar(&o.provider, "provider", "stripe", "webhook provider (a preset), or all (every preset route of -template): "+fmt.Sprint(webhook.PresetNames()))
+	flag.StringVar(&o.template, "template", "template.yaml", "SAM template whose webhook routes -provider all sends to")
 	flag.StringVar(&o.url, "url", "http://127.0.0.1:3000", "base URL of the API, or the full endpoint URL for one provider")
 	flag.IntVar(&o.n, "n", 1, "how many times to send the same delivery, concurrently")
 	flag.StringVar(&o.secret, "secret", "", "signing secret (default: the provider's development secret, as `make run` accepts)")
@@ -78,7 +79,9 @@ func newID(provider string) string {
 		return "msg_" + h[:27]
 	case "slack":
 		return "Ev0" + h[:9]
-	default:
+	case "":
 		return "order-" + h[:12]
+	default:
+		return "evt_" + h[:24]
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/cmd/events/samples"
+	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -25,6 +26,7 @@ const ReplayedHeader = "Idempotent-Replayed"
 // options are the command line.
 type options struct {
 	provider  string
+	template  string // the template whose webhook routes -provider all sends to
 	url       string
 	n         int
 	secret    string
@@ -208,34 +210,76 @@ func build(o options, now time.Time) ([]request, error) {
 
 	providers := []string{o.provider}
 	if o.provider == "all" {
-		providers = webhook.Names()
 		if o.secret != "" || o.eventID != "" || hasPath {
 			return nil, errors.New("-provider all takes a base -url and each provider's development secret: leave out -secret, -event-id and the URL path")
 		}
-	} else if !slices.Contains(webhook.Names(), o.provider) {
-		return nil, fmt.Errorf("-provider %q is not one of %s or all", o.provider, strings.Join(webhook.Names(), ", "))
+		if providers, err = templateProviders(o.template); err != nil {
+			return nil, err
+		}
+	} else if _, ok := webhook.Lookup(o.provider); !ok {
+		return nil, fmt.Errorf("-provider %q is not one of %s or all", o.provider, strings.Join(webhook.PresetNames(), ", "))
 	}
 	var reqs []request
 	for _, p := range providers {
 		secret := o.secret
 		if secret == "" {
-			secret = samples.DevSecret(p)
+			secret = samples.SigningSecret(p)
 		}
 		id := o.eventID
 		if id == "" {
 			id = newID(p)
 		}
-		body, headers, err := samples.Delivery(p, secret, id, now)
+		target := endpoint("/webhooks/" + p)
+		d, err := samples.DeliveryTo(p, secret, id, publicURL(target), now)
 		if err != nil {
 			return nil, err
 		}
-		reqs = append(reqs, request{name: p, id: id, url: endpoint("/webhooks/" + p), body: body, headers: headers})
+		if u, err := url.Parse(d.URL); err == nil && u.RawQuery != "" {
+			// The sender's own query parameters (Twilio's bodySHA256) travel with the request.
+			target += "?" + u.RawQuery
+		}
+		reqs = append(reqs, request{name: p, id: id, url: target, body: d.Body, headers: d.Headers})
 	}
 	return reqs, nil
 }
 
-// sendConcurrently sends r once for each delivery number, all released at once, and returns
-// the answers in the order they arrived.
+// publicURL is the URL a function rebuilds for a request posted to target, which URL-signing
+// senders sign: https (API Gateway answers HTTPS only), the host without a port (the event's
+// domainName names none, in AWS or in the local API) and the path. Behind a proxy or a custom
+// domain, the function's WEBHOOK_PUBLIC_URL must name target.
+func publicURL(target string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		return target
+	}
+	u.Scheme, u.Host = "https", u.Hostname()
+	return u.String()
+}
+
+// templateProviders lists the presets whose webhook functions the template at path declares,
+// in template order: the routes `make run` serves. A function configured with hmac is left
+// out: its settings, which the sender does not know, say how it signs.
+func templateProviders(path string) ([]string, error) {
+	t, err := samtemplate.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("-provider all reads the routes of %s: %w", path, err)
+	}
+	var out []string
+	for _, f := range t.Functions {
+		p := f.Env["WEBHOOK_PROVIDER"]
+		if f.Code != samtemplate.Webhook || len(f.Routes) == 0 || slices.Contains(out, p) {
+			continue
+		}
+		if _, ok := webhook.Lookup(p); ok {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s declares no webhook function of a preset", path)
+	}
+	return out, nil
+}
+
 func sendConcurrently(ctx context.Context, client *http.Client, r request, deliveries []int, attempt int, start time.Time) []response {
 	out := make(chan response, len(deliveries))
 	release := make(chan struct{})

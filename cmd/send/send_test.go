@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +14,20 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// startLocalAPI serves the template's routes in-process, on the embedded Redis.
+// testTemplate declares a webhook function for every preset, on its own route.
+const testTemplate = "testdata/template.yaml"
+
+// startLocalAPI serves the routes of the project's template in-process, on the embedded Redis.
 func startLocalAPI(t *testing.T) string {
 	t.Helper()
+	return startLocalAPIOf(t, "../../template.yaml")
+}
+
+// startLocalAPIOf serves the routes of the template at path in-process, on the embedded Redis.
+func startLocalAPIOf(t *testing.T, path string) string {
+	t.Helper()
 	api, err := devapi.New(context.Background(), devapi.Config{
-		Template:  "../../template.yaml",
+		Template:  path,
 		Getenv:    func(string) string { return "" },
 		LogOutput: io.Discard,
 		AccessLog: io.Discard,
@@ -36,31 +46,51 @@ func startLocalAPI(t *testing.T) string {
 }
 
 func defaults(url string) options {
-	return options{provider: "stripe", url: url, n: 1, amount: 2500, currency: "EUR",
+	return options{provider: "stripe", template: "../../template.yaml", url: url, n: 1, amount: 2500, currency: "EUR",
 		timeout: 10 * time.Second, retries: 3, retryWait: 200 * time.Millisecond}
 }
 
 func TestEveryProviderExecutesOnceAndReplaysTheDuplicates(t *testing.T) {
-	o := defaults(startLocalAPI(t))
-	o.provider, o.n = "all", 5
-	var out bytes.Buffer
-	sums, err := run(context.Background(), o, &out)
+	for _, template := range []string{"../../template.yaml", testTemplate} {
+		t.Run(template, func(t *testing.T) {
+			o := defaults(startLocalAPIOf(t, template))
+			o.provider, o.n, o.template = "all", 5, template
+			want, err := templateProviders(template)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			sums, err := run(context.Background(), o, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sums) != len(want) {
+				t.Fatalf("%d summaries for the %d providers %v of %s:\n%s", len(sums), len(want), want, template, &out)
+			}
+			for _, s := range sums {
+				if s.executed != 1 || s.replayed != 4 || !s.ok() || s.requests != 5+s.conflicts {
+					t.Errorf("%s: %+v, want 1 executed and 4 replayed (after retrying each 409)\n%s", s.name, s, &out)
+				}
+				if !strings.Contains(out.String(), s.String()) {
+					t.Errorf("summary of %s not printed", s.name)
+				}
+			}
+			if !strings.Contains(out.String(), "idempotent-replayed: true") {
+				t.Errorf("the replayed responses are not marked:\n%s", &out)
+			}
+		})
+	}
+}
+
+// TestAllSendsToEveryPresetOfTheTemplate: the test template routes every preset, and
+// -provider all signs for each of them.
+func TestAllSendsToEveryPresetOfTheTemplate(t *testing.T) {
+	got, err := templateProviders(testTemplate)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sums) != len(webhook.Names()) {
-		t.Fatalf("%d summaries for %d providers:\n%s", len(sums), len(webhook.Names()), &out)
-	}
-	for _, s := range sums {
-		if s.executed != 1 || s.replayed != 4 || !s.ok() || s.requests != 5+s.conflicts {
-			t.Errorf("%s: %+v, want 1 executed and 4 replayed (after retrying each 409)\n%s", s.name, s, &out)
-		}
-		if !strings.Contains(out.String(), s.String()) {
-			t.Errorf("summary of %s not printed", s.name)
-		}
-	}
-	if !strings.Contains(out.String(), "idempotent-replayed: true") {
-		t.Errorf("the replayed responses are not marked:\n%s", &out)
+	if !slices.Equal(slices.Sorted(slices.Values(got)), webhook.PresetNames()) {
+		t.Fatalf("providers %v, want every preset %v", got, webhook.PresetNames())
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/idemlambda/idem/pkg/sink"
 	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
+	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
 // secret signs every delivery; the webhook handlers accept it through WEBHOOK_SECRET.
@@ -30,14 +31,8 @@ const secret = "whsec_faults_test"
 // prefix is IDEM_KEY_PREFIX for the tests' private servers.
 const prefix = "faults"
 
-// stripe signs deliveries and makes sample events, as Stripe would.
-var stripe = func() webhook.Provider {
-	p, err := webhook.New("stripe", []string{secret}, 0)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}()
+// stripe is the preset deliveries are signed with (webhooktest), as Stripe would.
+var stripe, _ = webhook.Lookup("stripe")
 
 // event is one Stripe event: every delivery of it carries the same body, signed anew.
 type event struct {
@@ -47,15 +42,22 @@ type event struct {
 }
 
 func newEvent(id string) event {
-	body, headers := stripe.Sample(id, time.Now())
-	return event{id: id, body: body, headers: headers}
+	r, err := webhooktest.Sample("stripe", id, time.Now())
+	if err != nil {
+		panic(err)
+	}
+	return event{id: id, body: r.Body, headers: r.Headers}
 }
 
 // request returns a delivery of e signed at now, as API Gateway hands it to the function.
 func (e event) request(now time.Time) events.APIGatewayV2HTTPRequest {
 	h := make(map[string]string, len(e.headers)+1)
 	maps.Copy(h, e.headers)
-	maps.Copy(h, stripe.Sign(secret, e.body, now))
+	signed, err := webhooktest.Sign(stripe, secret, webhook.Request{Body: e.body, Now: now})
+	if err != nil {
+		panic(err)
+	}
+	maps.Copy(h, signed.Headers)
 	return events.APIGatewayV2HTTPRequest{
 		Version:  "2.0",
 		RouteKey: "POST /webhooks/stripe",

@@ -12,6 +12,11 @@ import (
 // field cites the retry schedule's source):
 //
 //	preset             family          signature header (encoding)                    event id                      kept  last retry
+//	stripe             timestamp-hmac  stripe-signature t=,v1= (hex)                  body id                       96h   3 days
+//	github             body-hmac       x-hub-signature-256 sha256= (hex)              digest of body                96h   manual redelivery, 3 days
+//	shopify            body-hmac       x-shopify-hmac-sha256 (base64)                 digest of body                72h   48 hours (8 retries over 4 hours today)
+//	standard           message-hmac    webhook-signature v1, (base64)                 webhook-id                    48h   about 28 hours (Svix)
+//	slack              timestamp-hmac  x-slack-signature v0= (hex)                    body event_id                 24h   3 retries within minutes
 //	twilio             url-hmac        x-twilio-signature (base64 HMAC-SHA1)          digest of URL + sorted form   24h   within seconds (connection overrides)
 //	square             url-hmac        x-square-hmacsha256-signature (base64)         body event_id                 72h   24 hours
 //	paddle             timestamp-hmac  paddle-signature ts=;h1= (hex)                 body event_id                 96h   3 days (live)
@@ -42,6 +47,103 @@ import (
 // digest of the signed content instead, so a captured delivery re-sent under
 // a fresh id header is a replay, never new work.
 var presets = map[string]Preset{
+	"stripe": {
+		Name: "stripe", Family: FamilyTimestampHMAC,
+		// https://docs.stripe.com/webhooks#verify-manually: the whole
+		// "whsec_..." string is the key, not decoded. A v1 that is not a
+		// hex HMAC-SHA256 is a non-match ("Ignore invalid signatures",
+		// stripe-go webhook/client.go); v0 and unknown elements are ignored.
+		SignatureHeader: StripeSignatureHeader,
+		HeaderFormat:    "t={timestamp},v1={signature}",
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout:      "{timestamp}.{body}",
+		Tolerance:   DefaultTolerance,
+		EventID:     Source{Field: "id"},
+		EventType:   Source{Field: "type", Text: true},
+		ObjectField: "data.object.id|related_object.id",
+		// pending_webhooks counts the event's undelivered webhooks: it
+		// describes the delivery, not the event, and may change between
+		// attempts, so the fingerprint covers every other member.
+		FingerprintFields: []string{"id", "object", "account", "api_version", "context", "created",
+			"data", "livemode", "reason", "related_object", "request", "type"},
+		ResultTTL: 96 * time.Hour,
+		Retries:   "live mode: up to 3 days with exponential back-off: https://docs.stripe.com/webhooks#retries",
+	},
+	"github": {
+		Name: "github", Family: FamilyBodyHMAC,
+		// https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries
+		// The legacy SHA-1 x-hub-signature is not accepted. Neither
+		// x-github-delivery nor x-github-event is signed: the key is the
+		// body's digest, which a redelivery (the same bytes) keeps.
+		SignatureHeader: GitHubSignatureHeader,
+		Prefix:          "sha256=",
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout:            "{body}",
+		DeliveryIDHeaders: []string{GitHubDeliveryHeader},
+		EventType:         Source{Header: GitHubEventHeader},
+		ObjectField:       "repository.full_name|organization.login",
+		// A webhook whose content type is application/x-www-form-urlencoded
+		// sends its JSON in the payload field.
+		FormPayloadField: "payload",
+		ResultTTL:        96 * time.Hour,
+		Retries:          "no automatic retry; failed deliveries of the past 3 days can be redelivered: https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks",
+	},
+	"shopify": {
+		Name: "shopify", Family: FamilyBodyHMAC,
+		// https://shopify.dev/docs/apps/build/webhooks/subscribe/https#step-5-verify-the-webhook
+		// Only the body is signed: the key is its digest; the webhook id
+		// (x-shopify-event-id when absent) and topic are unsigned.
+		SignatureHeader: ShopifyHMACHeader,
+		Algorithm:       SHA256, Encoding: Base64,
+		Layout:            "{body}",
+		DeliveryIDHeaders: []string{ShopifyWebhookIDHeader, ShopifyEventIDHeader},
+		EventType:         Source{Header: ShopifyTopicHeader},
+		ObjectField:       "id|admin_graphql_api_id",
+		ResultTTL:         72 * time.Hour,
+		Retries:           "8 retries over 4 hours (48 hours under the older policy): https://shopify.dev/docs/apps/build/webhooks/troubleshooting-webhooks",
+	},
+	"standard": {
+		Name: "standard", Family: FamilyMessageHMAC,
+		// https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
+		// Each space-separated "v1,<base64>" entry is a candidate; other
+		// versions and malformed entries are non-matches, as in the
+		// reference libraries. Svix names the same headers svix-*.
+		SignatureHeader: StandardSignatureHeader,
+		HeaderFormat:    "v1,{signature}",
+		IDHeader:        StandardIDHeader,
+		TimestampHeader: StandardTimestampHeader,
+		SecretFormat:    SecretWhsec,
+		Algorithm:       SHA256, Encoding: Base64,
+		Layout:      "{id}.{timestamp}.{body}",
+		Tolerance:   DefaultTolerance,
+		EventID:     Source{Header: StandardIDHeader},
+		EventType:   Source{Field: "type"},
+		ObjectField: "data.id",
+		HeaderAliases: map[string]string{
+			StandardIDHeader:        "svix-id",
+			StandardTimestampHeader: "svix-timestamp",
+			StandardSignatureHeader: "svix-signature",
+		},
+		ResultTTL: 48 * time.Hour,
+		Retries:   "Svix: 8 attempts, the last about 28 hours after the first: https://docs.svix.com/retries",
+	},
+	"slack": {
+		Name: "slack", Family: FamilyTimestampHMAC,
+		// https://api.slack.com/authentication/verifying-requests-from-slack
+		SignatureHeader: SlackSignatureHeader,
+		Prefix:          "v0=",
+		TimestampHeader: SlackTimestampHeader,
+		Algorithm:       SHA256, Encoding: Hex,
+		Layout:    "v0:{timestamp}:{body}",
+		Tolerance: DefaultTolerance,
+		EventID:   Source{Field: "event_id"},
+		EventType: Source{Field: "event.type|type", Text: true},
+		// The team, and the channel when the event names one by id.
+		ObjectField: "team_id+event.channel",
+		Handshake:   HandshakeSlackURLVerification,
+		ResultTTL:   24 * time.Hour,
+		Retries:     "3 retries: at once, after 1 minute, after 5 minutes: https://api.slack.com/apis/events-api#retries",
+	},
 	"twilio": {
 		Name: "twilio", Family: FamilyURLHMAC,
 		// https://www.twilio.com/docs/usage/webhooks/webhooks-security
@@ -279,6 +381,38 @@ var presets = map[string]Preset{
 		Retries:     "exponential backoff for up to 3 days, at most 1 hour apart: https://docs.cdp.coinbase.com/commerce/api-arcitecture/webhooks-overview",
 	},
 }
+
+// Header names of the original five senders, for tests and tools that build
+// their deliveries.
+const (
+	// StripeSignatureHeader carries Stripe's "t=...,v1=..." signature.
+	StripeSignatureHeader = "stripe-signature"
+	// GitHubSignatureHeader carries GitHub's "sha256=<hex>" signature.
+	GitHubSignatureHeader = "x-hub-signature-256"
+	// GitHubDeliveryHeader carries GitHub's delivery GUID, unsigned.
+	GitHubDeliveryHeader = "x-github-delivery"
+	// GitHubEventHeader carries GitHub's event name, unsigned.
+	GitHubEventHeader = "x-github-event"
+	// ShopifyHMACHeader carries Shopify's base64 signature.
+	ShopifyHMACHeader = "x-shopify-hmac-sha256"
+	// ShopifyWebhookIDHeader carries Shopify's delivery id, unsigned.
+	ShopifyWebhookIDHeader = "x-shopify-webhook-id"
+	// ShopifyEventIDHeader carries Shopify's event id, unsigned; the
+	// delivery id when ShopifyWebhookIDHeader is absent.
+	ShopifyEventIDHeader = "x-shopify-event-id"
+	// ShopifyTopicHeader carries Shopify's topic, unsigned.
+	ShopifyTopicHeader = "x-shopify-topic"
+	// StandardIDHeader carries the Standard Webhooks message id, signed.
+	StandardIDHeader = "webhook-id"
+	// StandardTimestampHeader carries the Standard Webhooks signing time.
+	StandardTimestampHeader = "webhook-timestamp"
+	// StandardSignatureHeader carries the Standard Webhooks signature list.
+	StandardSignatureHeader = "webhook-signature"
+	// SlackSignatureHeader carries Slack's "v0=<hex>" signature.
+	SlackSignatureHeader = "x-slack-signature"
+	// SlackTimestampHeader carries Slack's signing time.
+	SlackTimestampHeader = "x-slack-request-timestamp"
+)
 
 // Lookup returns the preset called name.
 func Lookup(name string) (Preset, bool) {

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -113,6 +114,9 @@ const (
 	// HandshakeTwitchChallenge answers a webhook_callback_verification
 	// message with its challenge, as text/plain.
 	HandshakeTwitchChallenge HandshakeKind = "twitch-challenge"
+	// HandshakeSlackURLVerification answers a url_verification request
+	// (body type "url_verification") with {"challenge": <its challenge>}.
+	HandshakeSlackURLVerification HandshakeKind = "url_verification"
 	// HandshakeWooCommercePing answers WooCommerce's ping, sent unsigned
 	// when a webhook is saved (body "webhook_id=<n>", no signature header),
 	// with an empty 200: WooCommerce requires it. It is the one unsigned
@@ -129,6 +133,9 @@ const (
 type Source struct {
 	Field  string
 	Header string
+	// Text makes a Field that is not a JSON string count as absent (Stripe's
+	// and Slack's type); otherwise a number is read as its digits.
+	Text bool
 }
 
 // Preset is one sender's way of signing and of naming its events. Its
@@ -210,6 +217,28 @@ type Preset struct {
 	ObjectField string
 	// Handshake is the sender's endpoint validation, if it has one.
 	Handshake HandshakeKind
+	// DeliveryIDHeaders name the headers carrying the sender's own delivery
+	// id when the signature does not cover it (GitHub's x-github-delivery;
+	// Shopify's x-shopify-webhook-id, else x-shopify-event-id): the first
+	// one present becomes Delivery.DeliveryID, reported unsigned, and a
+	// delivery with none of them is ErrNoEventID. It is never the key.
+	DeliveryIDHeaders []string
+	// HeaderAliases maps a header name to another spelling the sender may
+	// use instead (Svix's svix-id for webhook-id, ...). The aliases are read
+	// only when the canonical headers are incomplete and the aliased set is
+	// complete.
+	HeaderAliases map[string]string
+	// FormPayloadField names the form field that carries the JSON document
+	// of an application/x-www-form-urlencoded delivery (GitHub's payload).
+	// The signature and the digest key cover the form as sent; fields and
+	// the sink's payload are read from the document.
+	FormPayloadField string
+	// FingerprintFields are the top-level members of the JSON body that the
+	// payload fingerprint covers, for a sender whose retries change a member
+	// that describes the delivery rather than the event (Stripe's
+	// pending_webhooks). Empty: the raw body (or, with DigestOmits, the body
+	// without those members).
+	FingerprintFields []string
 }
 
 // Request is one delivery as a Verifier sees it.
@@ -230,21 +259,55 @@ type Request struct {
 // Handshake is the response to an endpoint-validation request: the caller
 // answers 200 with it and neither deduplicates nor forwards anything.
 type Handshake struct {
+	// Kind is the exchange answered.
+	Kind HandshakeKind
 	// ContentType is the response's media type.
 	ContentType string
 	// Body is the response body, exactly as the sender expects it.
 	Body []byte
 }
 
-// Delivery is what deduplication and routing need from a verified delivery.
+// Delivery is what deduplication, routing and the sink need from a verified
+// delivery.
 type Delivery struct {
-	Event
-	// Handshake is set for an endpoint-validation request; Event is then
-	// empty.
-	Handshake *Handshake
-	// Unsigned names the Event fields ("type", "object_id") taken from
-	// input the signature does not cover. The ID never is.
+	// ID is the deduplication key, the same for every retry of one event and
+	// always derived from signed bytes, so that no header an attacker can
+	// change makes a captured delivery look new: the signed event id, or
+	// BodyDigestPrefix and the hex SHA-256 of the signed content when the
+	// sender's own id is unsigned.
+	ID string
+	// DeliveryID is the sender's own id for the delivery when the signature
+	// does not cover it (Preset.DeliveryIDHeaders); empty otherwise.
+	DeliveryID string
+	// Type is the event type; it may be empty.
+	Type string
+	// ObjectID identifies the object the event is about, when the delivery
+	// says so. It suits SQS FIFO message groups. It may be empty.
+	ObjectID string
+	// Unsigned names the fields above ("delivery_id", "type", "object_id")
+	// taken from input the signature does not cover. The ID never is. A
+	// consumer must not rely on them for anything the body does not confirm.
 	Unsigned []string
+	// Handshake is set for an endpoint-validation request: the caller
+	// answers with it and neither deduplicates nor forwards anything; the
+	// other fields are then empty.
+	Handshake *Handshake
+	// Payload is the JSON document the sink receives: the body, the JSON of
+	// a form's payload field (Preset.FormPayloadField), or for another form
+	// body a JSON object of its parameters.
+	Payload []byte
+	// Fingerprint says what the payload fingerprint covers, so that a retry
+	// of one event matches and another event under the same id does not.
+	Fingerprint Fingerprint
+}
+
+// Fingerprint is what a delivery's payload fingerprint covers: Content, or
+// when Fields is set, the canonical JSON of those top-level members of
+// Content. The receiver hashes it (SHA-256); the same id with another
+// fingerprint is a reused id, never a replay.
+type Fingerprint struct {
+	Content []byte
+	Fields  []string
 }
 
 // ErrNoPublicURL means a URL-signing scheme was given a request without the
@@ -361,6 +424,30 @@ func (p Preset) validate() error {
 	return nil
 }
 
+// withAliases returns r with the aliased headers (Preset.HeaderAliases)
+// read under their canonical names, when the canonical set is incomplete and
+// the aliased one complete.
+func (v *Verifier) withAliases(r Request) Request {
+	aliases := v.preset.HeaderAliases
+	if len(aliases) == 0 {
+		return r
+	}
+	canonicalComplete, aliasComplete := true, true
+	for name, alias := range aliases {
+		canonicalComplete = canonicalComplete && header(r.Headers, name) != ""
+		aliasComplete = aliasComplete && header(r.Headers, alias) != ""
+	}
+	if canonicalComplete || !aliasComplete {
+		return r
+	}
+	headers := maps.Clone(r.Headers)
+	for name, alias := range aliases {
+		headers[name] = header(r.Headers, alias)
+	}
+	r.Headers = headers
+	return r
+}
+
 // Preset returns the preset v verifies.
 func (v *Verifier) Preset() Preset { return v.preset }
 
@@ -380,6 +467,7 @@ func (v *Verifier) Verify(r Request) error {
 
 // verify returns the index of the secret that verified r.
 func (v *Verifier) verify(r Request) (int, error) {
+	r = v.withAliases(r)
 	if v.preset.Handshake == HandshakeWooCommercePing && v.isWooCommercePing(r) {
 		return -1, nil
 	}

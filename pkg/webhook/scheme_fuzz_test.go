@@ -38,6 +38,9 @@ func FuzzPresetSignatureHeaders(f *testing.F) {
 		case webhook.ECDSAP256:
 			secret = sendgridKey1
 		}
+		if p.SecretFormat == webhook.SecretWhsec {
+			secret = webhook.StandardSecret([]byte(fuzzSecret))
+		}
 		v, err := webhook.NewVerifier(p, []string{secret}, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +71,7 @@ func FuzzPresetSignatureHeaders(f *testing.F) {
 			t.Fatalf("%s: error of %d bytes", p.Name, len(err.Error()))
 		}
 		// Event must not panic on anything either.
-		if d, err := v.Event(r); err == nil && (!utf8.ValidString(d.ID) || len(d.ID) > 512) {
+		if d, err := v.Event(r); err == nil && !utf8.ValidString(d.ID) {
 			t.Fatalf("%s: id %q", p.Name, d.ID)
 		}
 	})
@@ -150,7 +153,7 @@ func FuzzBodyEmbeddedSignature(f *testing.F) {
 		}
 		d, err := sv.Event(r)
 		if err == nil {
-			if d.ID == "" || !utf8.ValidString(d.ID) || strings.ContainsRune(d.ID, utf8.RuneError) || len(d.ID) > 512 {
+			if d.ID == "" || !utf8.ValidString(d.ID) || strings.ContainsRune(d.ID, utf8.RuneError) {
 				t.Fatalf("id %q from %q", d.ID, body)
 			}
 			if strings.Count(string(body), `"event_id"`) > 1 && !strings.Contains(string(body), `\`) && strings.Count(string(body), "{") == 1 {

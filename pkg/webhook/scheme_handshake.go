@@ -63,6 +63,21 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 			return nil, false, nil
 		}
 		return &Handshake{ContentType: "text/plain", Body: []byte(challenge)}, true, nil
+	case HandshakeSlackURLVerification:
+		// https://api.slack.com/events/url_verification
+		t, err := schemeJSONPath(r.Body, "type")
+		if err != nil || t != "url_verification" {
+			return nil, false, schemeNoFieldIsNotBad(err)
+		}
+		challenge, err := schemeJSONText(r.Body, "challenge")
+		if err != nil {
+			return nil, true, fmt.Errorf("%w: url_verification without a challenge: %w", ErrBadPayload, err)
+		}
+		body, err := json.Marshal(map[string]string{"challenge": challenge})
+		if err != nil {
+			return nil, true, fmt.Errorf("%w: %v", ErrBadPayload, err)
+		}
+		return &Handshake{ContentType: "application/json", Body: body}, true, nil
 	case HandshakeWooCommercePing:
 		// https://github.com/woocommerce/woocommerce (class-wc-webhook.php, deliver_ping)
 		if v.isWooCommercePing(r) {

@@ -96,6 +96,9 @@ func renderLayout(parts []layoutPart, vals signedValues) []byte {
 // headerFormat is a parsed Preset.HeaderFormat. A zero value is a bare
 // signature.
 type headerFormat struct {
+	// version, set for a versioned list ("v1,{signature}"), is the version
+	// an entry must carry; entries are space-separated "<version>,<sig>".
+	version      string
 	separator    string
 	timestampKey string
 	signatureKey string
@@ -106,6 +109,9 @@ type headerFormat struct {
 func schemeParseHeaderFormat(format string) (headerFormat, error) {
 	if format == "" || format == "{signature}" {
 		return headerFormat{}, nil
+	}
+	if version, ok := strings.CutSuffix(format, ",{signature}"); ok && version != "" && !strings.ContainsAny(version, " ,={}") {
+		return headerFormat{version: version, separator: " "}, nil
 	}
 	var f headerFormat
 	for _, sep := range []string{",", ";", " ", "&"} {
@@ -158,15 +164,37 @@ func schemeParseSignature(value string, f headerFormat, prefix string, enc Encod
 		return parsedSignature{signatures: [][]byte{sig}}, nil
 	}
 	var out parsedSignature
+	if f.version != "" {
+		// Standard Webhooks: "v1,<sig> v1,<sig> v1a,<sig>"; another version
+		// or an entry that does not decode is a non-match.
+		for entry := range strings.SplitSeq(value, f.separator) {
+			version, encoded, ok := strings.Cut(entry, ",")
+			if !ok || version != f.version || len(out.signatures) == maxSignatureEntries {
+				continue
+			}
+			if sig, ok := schemeDecodeSig(strings.TrimPrefix(encoded, prefix), enc, size); ok {
+				out.signatures = append(out.signatures, sig)
+			}
+		}
+		if len(out.signatures) == 0 {
+			return parsedSignature{}, fmt.Errorf("%w: no well-formed %s entry", ErrNoValidSignature, f.version)
+		}
+		return out, nil
+	}
 	for entry := range strings.SplitSeq(value, f.separator) {
-		key, val, ok := strings.Cut(strings.TrimSpace(entry), "=")
-		if !ok {
-			continue
+		// Every element is key=value, as stripe-go's parser requires; an
+		// unknown key is ignored, a second timestamp is an error.
+		key, val, ok := strings.Cut(entry, "=")
+		if !ok || key == "" {
+			return parsedSignature{}, fmt.Errorf("%w: element %s is not key=value", ErrInvalidHeader, quote(entry))
 		}
 		switch key {
 		case f.timestampKey:
-			if out.timestamp != "" && out.timestamp != val {
-				return parsedSignature{}, fmt.Errorf("%w: two different timestamps", ErrInvalidHeader)
+			if out.timestamp != "" {
+				return parsedSignature{}, fmt.Errorf("%w: more than one %s=", ErrInvalidHeader, f.timestampKey)
+			}
+			if val == "" {
+				return parsedSignature{}, fmt.Errorf("%w: empty %s=", ErrInvalidHeader, f.timestampKey)
 			}
 			out.timestamp = val
 		case f.signatureKey:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/idemlambda/idem/pkg/webhook"
+	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
 const slackSecret = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -28,7 +30,7 @@ func TestSlackDocumentedExample(t *testing.T) {
 	}
 	at := time.Unix(ts, 0)
 	body := []byte(v.Body)
-	if got := webhook.SlackSignature(v.Secret, body, at); got != v.Signature {
+	if got := webhooktest.SlackSignature(v.Secret, body, at); got != v.Signature {
 		t.Fatalf("SlackSignature = %q, documented %q", got, v.Signature)
 	}
 	p := mustNew(t, "slack", v.Secret)
@@ -80,7 +82,7 @@ func TestSlackAgreesWithSlackGo(t *testing.T) {
 	now := time.Now()
 	body := readFixture(t, "events/slack_event_callback.json")
 	ts := fmt.Sprint(now.Unix())
-	good := webhook.SlackSignature(slackSecret, body, now)
+	good := webhooktest.SlackSignature(slackSecret, body, now)
 	digest := strings.TrimPrefix(good, "v0=")
 	stale := now.Add(-301 * time.Second)
 	future := now.Add(301 * time.Second)
@@ -91,10 +93,10 @@ func TestSlackAgreesWithSlackGo(t *testing.T) {
 	}{
 		{"valid", slackHeaders(ts, good), true},
 		{"upper-case hex", slackHeaders(ts, "v0="+strings.ToUpper(digest)), true},
-		{"wrong secret", slackHeaders(ts, webhook.SlackSignature("another-secret", body, now)), false},
+		{"wrong secret", slackHeaders(ts, webhooktest.SlackSignature("another-secret", body, now)), false},
 		{"timestamp changed", slackHeaders(fmt.Sprint(now.Unix()-1), good), false},
-		{"stale", slackHeaders(fmt.Sprint(stale.Unix()), webhook.SlackSignature(slackSecret, body, stale)), false},
-		{"future", slackHeaders(fmt.Sprint(future.Unix()), webhook.SlackSignature(slackSecret, body, future)), false},
+		{"stale", slackHeaders(fmt.Sprint(stale.Unix()), webhooktest.SlackSignature(slackSecret, body, stale)), false},
+		{"future", slackHeaders(fmt.Sprint(future.Unix()), webhooktest.SlackSignature(slackSecret, body, future)), false},
 		{"other version", slackHeaders(ts, "v1="+digest), false},
 		{"truncated", slackHeaders(ts, good[:len(good)-2]), false},
 		{"not hex", slackHeaders(ts, "v0="+strings.Repeat("x", 64)), false},
@@ -115,7 +117,7 @@ func TestSlackRejectsMalformedHeaders(t *testing.T) {
 	p := mustNew(t, "slack", slackSecret)
 	body := []byte(`{"type":"event_callback","event_id":"Ev1"}`)
 	ts := fmt.Sprint(testNow.Unix())
-	good := webhook.SlackSignature(slackSecret, body, testNow)
+	good := webhooktest.SlackSignature(slackSecret, body, testNow)
 	digest := strings.TrimPrefix(good, "v0=")
 	for _, tc := range []struct {
 		ts, sig string
@@ -147,15 +149,15 @@ func TestSlackEvent(t *testing.T) {
 	p := mustNew(t, "slack", slackSecret)
 	for _, tc := range []struct {
 		fixture string
-		want    webhook.Event
+		want    event
 	}{
-		{"events/slack_event_callback.json", webhook.Event{ID: "Ev123ABC456", Type: "app_mention", ObjectID: "T123ABC456/C123ABC456"}},
+		{"events/slack_event_callback.json", event{ID: "Ev123ABC456", Type: "app_mention", ObjectID: "T123ABC456/C123ABC456"}},
 		// channel is an object here, not an id: the team alone groups it.
-		{"events/slack_channel_created.json", webhook.Event{ID: "Ev0PV52K21", Type: "channel_created", ObjectID: "T123ABC456"}},
-		{"events/slack_url_verification.json", webhook.Event{Type: "url_verification", Challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}},
+		{"events/slack_channel_created.json", event{ID: "Ev0PV52K21", Type: "channel_created", ObjectID: "T123ABC456"}},
+		{"events/slack_url_verification.json", event{Type: "url_verification", Challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}},
 	} {
 		got, err := p.Event(nil, readFixture(t, tc.fixture))
-		if err != nil || got != tc.want {
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: Event = %+v, %v; want %+v", tc.fixture, got, err, tc.want)
 		}
 	}

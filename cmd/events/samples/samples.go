@@ -7,21 +7,26 @@
 // server (package gateway), from requests shaped like the senders' own, and the routes and
 // function names come from the template, so the files cannot drift from either.
 //
-// Stripe, Standard Webhooks and Slack sign a timestamp that a receiver accepts for 5 minutes
-// (webhook.DefaultTolerance): their files go stale that long after they were written, and
-// Resign refreshes an event read back from a file. GitHub and Shopify sign no timestamp.
+// Every webhook function of the template gets a delivery signed the way its preset's sender
+// signs (package webhooktest). Senders that sign a timestamp (Stripe, Standard Webhooks, Slack,
+// Paddle, Zoom, ...) are accepted within their tolerance, so their files go stale after a few
+// minutes and Resign refreshes an event read back from a file; GitHub, Shopify and the other
+// body-only signers sign no timestamp.
 package samples
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +39,7 @@ import (
 	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 	webhookhandler "github.com/idemlambda/idem/functions/webhook/handler"
 	"github.com/idemlambda/idem/pkg/webhook"
+	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
 // APIID is the apiId of the sample events, and the first label of their domain name.
@@ -58,6 +64,16 @@ const PaymentKey = "order-1001"
 // It is public, and never accepted by a deployed function.
 func DevSecret(provider string) string { return webhookhandler.DevSecret(provider) }
 
+// SigningSecret returns what a sender signs with for a function running with DevSecret: the
+// same secret, or for a public-key sender (Discord, SendGrid) the private key whose public half
+// DevSecret is.
+func SigningSecret(provider string) string { return webhooktest.DevSigningSecret(provider) }
+
+// ErrTimestampInBody is returned by Resign for a sender that stamps the signed time inside the
+// signed body (Linear's webhookTimestamp): re-signing cannot refresh it; write the file again
+// (make events).
+var ErrTimestampInBody = errors.New("the signed timestamp is inside the body: write the event again")
+
 // Sample is one file of events/.
 type Sample struct {
 	// File is the file's name in events/, e.g. "webhook-stripe.json".
@@ -69,7 +85,7 @@ type Sample struct {
 	Route samtemplate.Route
 	// Provider is the webhook provider, "" for the payments samples.
 	Provider string
-	// Secret is what a webhook sample is signed with: DevSecret(Provider), or WrongSecret.
+	// Secret is what a webhook sample is signed with: SigningSecret(Provider), or WrongSecret.
 	Secret string
 	// Status is what the function answers the first time it is invoked with the event in a
 	// fresh environment (after the sample named by After, if any).
@@ -80,8 +96,9 @@ type Sample struct {
 	// After names the sample that must be invoked first, in the same environment and on the
 	// same Redis, for Status to hold.
 	After string
-	// Timestamped is true when the signature covers a timestamp (Stripe, Standard Webhooks,
-	// Slack): the event is refused 5 minutes after it was signed, unless Resign refreshes it.
+	// Timestamped is true when the signature covers a timestamp checked against a tolerance
+	// (Stripe, Standard Webhooks, Slack, ...): the event is refused that long after it was
+	// signed, unless Resign refreshes it.
 	Timestamped bool
 
 	request func(now time.Time) (*http.Request, error)
@@ -121,7 +138,7 @@ var webhookSamples = []webhookSample{
 // route or function a sample needs.
 func All(t *samtemplate.Template) ([]Sample, error) {
 	var out []Sample
-	for _, ws := range webhookSamples {
+	for _, ws := range append(slices.Clone(webhookSamples), presetSamples(t)...) {
 		route, err := webhookRoute(t, ws.provider)
 		if err != nil {
 			return nil, err
@@ -131,10 +148,10 @@ func All(t *samtemplate.Template) ([]Sample, error) {
 			Description: ws.description,
 			Route:       route,
 			Provider:    ws.provider,
-			Secret:      DevSecret(ws.provider),
+			Secret:      SigningSecret(ws.provider),
 			Status:      ws.status,
 			Replays:     ws.replays,
-			Timestamped: ws.provider == "stripe" || ws.provider == "standard" || ws.provider == "slack",
+			Timestamped: timestamped(ws.provider),
 		}
 		if ws.wrongSecret {
 			s.Secret = WrongSecret
@@ -222,6 +239,9 @@ func (s Sample) Resign(ev *events.APIGatewayV2HTTPRequest, now time.Time) error 
 	if s.Provider == "" {
 		return nil
 	}
+	if p, _ := webhook.Lookup(s.Provider); p.TimestampField != "" && p.Family != webhook.FamilyBodySignature {
+		return fmt.Errorf("samples: %s: %w", s.File, ErrTimestampInBody)
+	}
 	body := []byte(ev.Body)
 	if ev.IsBase64Encoded {
 		var err error
@@ -229,12 +249,23 @@ func (s Sample) Resign(ev *events.APIGatewayV2HTTPRequest, now time.Time) error 
 			return fmt.Errorf("samples: %s: body is not base64: %w", s.File, err)
 		}
 	}
-	headers, err := sign(s.Provider, s.Secret, body, now)
+	in := webhook.Request{
+		Headers: ev.Headers,
+		Body:    body,
+		URL:     webhook.PublicURL(ev.RequestContext.DomainName, ev.RawPath, ev.RawQueryString, ""),
+		Now:     now,
+	}
+	signed, err := sign(s.Provider, s.Secret, in)
 	if err != nil {
 		return fmt.Errorf("samples: %s: %w", s.File, err)
 	}
-	for k, v := range headers {
+	for k, v := range signed.Headers {
 		ev.Headers[strings.ToLower(k)] = v
+	}
+	if !bytes.Equal(signed.Body, body) {
+		// A sender that signs inside its body (Mailgun) re-encodes it.
+		ev.Body, ev.IsBase64Encoded = string(signed.Body), false
+		ev.Headers["content-length"] = fmt.Sprint(len(signed.Body))
 	}
 	return nil
 }
@@ -361,62 +392,100 @@ func EnvJSON(t *samtemplate.Template, redisURL string) ([]byte, error) {
 	return encodeJSON(all)
 }
 
-// Delivery returns a signed delivery of a sample event of provider: the provider's sample body
-// for eventID, and the headers the sender sets, the signature made with secret at now included.
+// Delivery returns a signed delivery of a sample event of provider posted to
+// https://Domain/webhooks/<provider>: see DeliveryTo.
 func Delivery(provider, secret, eventID string, now time.Time) ([]byte, map[string]string, error) {
-	p, err := webhook.New(provider, []string{DevSecret(provider)}, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("samples: %w", err)
-	}
-	body, headers := p.Sample(eventID, now)
-	sig, err := sign(provider, secret, body, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	for k, v := range sig {
-		headers[k] = v
-	}
-	return body, headers, nil
+	r, err := DeliveryTo(provider, secret, eventID, "https://"+Domain+"/webhooks/"+provider, now)
+	return r.Body, r.Headers, err
 }
 
-// sign returns the signature headers of body signed with secret at now.
-func sign(provider, secret string, body []byte, now time.Time) (map[string]string, error) {
-	p, err := webhook.New(provider, []string{DevSecret(provider)}, 0)
+// DeliveryTo returns a signed delivery of a sample event of provider: the preset's sample body
+// for eventID, and the headers the sender sets, the signature made with secret at now included
+// (SigningSecret(provider) for a function running with the development secret). publicURL is
+// the URL the delivery is posted to, which URL-signing senders (Twilio, Square, HubSpot) sign;
+// the returned URL adds the query parameters a sender appends (Twilio's bodySHA256).
+func DeliveryTo(provider, secret, eventID, publicURL string, now time.Time) (webhook.Request, error) {
+	r, err := webhooktest.Sample(provider, eventID, now)
 	if err != nil {
-		return nil, fmt.Errorf("samples: %w", err)
+		return webhook.Request{}, fmt.Errorf("samples: %w", err)
 	}
-	h := p.Sign(secret, body, now)
-	if len(h) == 0 {
-		return nil, fmt.Errorf("samples: %s cannot sign with the given secret", provider)
+	r.URL = publicURL
+	return sign(provider, secret, r)
+}
+
+// sign signs r as provider's sender does with secret at r.Now.
+func sign(provider, secret string, r webhook.Request) (webhook.Request, error) {
+	p, ok := webhook.Lookup(provider)
+	if !ok {
+		return webhook.Request{}, fmt.Errorf("samples: no preset %q (known: %s)", provider, strings.Join(webhook.PresetNames(), ", "))
 	}
-	return h, nil
+	signed, err := webhooktest.Sign(p, secret, r)
+	if err != nil {
+		return webhook.Request{}, fmt.Errorf("samples: %s cannot sign with the given secret: %w", provider, err)
+	}
+	return signed, nil
+}
+
+// timestamped reports whether provider's signature covers a timestamp checked against a
+// tolerance.
+func timestamped(provider string) bool {
+	p, _ := webhook.Lookup(provider)
+	signsTime := p.TimestampHeader != "" || p.TimestampField != "" || strings.Contains(p.HeaderFormat, "{timestamp}")
+	return signsTime && p.Tolerance > 0
+}
+
+// presetSamples are the samples of the template's webhook functions that webhookSamples does
+// not describe: one delivery each, signed with the development secret, executed then replayed.
+func presetSamples(t *samtemplate.Template) []webhookSample {
+	described := map[string]bool{}
+	for _, ws := range webhookSamples {
+		described[ws.provider] = true
+	}
+	var out []webhookSample
+	for _, f := range t.Functions {
+		provider := f.Env["WEBHOOK_PROVIDER"]
+		if f.Code != samtemplate.Webhook || described[provider] || len(f.Routes) == 0 {
+			continue
+		}
+		if _, ok := webhook.Lookup(provider); !ok {
+			continue // hmac: its settings, not a preset, say how it signs
+		}
+		described[provider] = true
+		out = append(out, webhookSample{
+			file: "webhook-" + provider + ".json", provider: provider, eventID: "evt_sample_" + provider + "_0001",
+			status: 200, replays: true,
+			description: provider + " sample delivery, signed with the development secret: 200, then replayed",
+		})
+	}
+	return out
 }
 
 func webhookRequest(route samtemplate.Route, ws webhookSample, secret string, now time.Time) (*http.Request, error) {
-	p, err := webhook.New(ws.provider, []string{DevSecret(ws.provider)}, 0)
+	r, err := webhooktest.Sample(ws.provider, ws.eventID, now)
 	if err != nil {
 		return nil, fmt.Errorf("samples: %w", err)
 	}
-	body, headers := p.Sample(ws.eventID, now)
 	if ws.body != nil {
-		body = ws.body
+		r.Body = ws.body
 	}
-	sig, err := sign(ws.provider, secret, body, now)
+	r.URL = "https://" + Domain + route.Path
+	signed, err := sign(ws.provider, secret, r)
 	if err != nil {
 		return nil, err
 	}
-	r := newRequest(route.Method, route.Path, body, senderIPs[ws.provider])
-	for k, v := range headers {
-		r.Header.Set(k, v)
+	target := route.Path
+	if u, err := url.Parse(signed.URL); err == nil && u.RawQuery != "" {
+		target += "?" + u.RawQuery
 	}
-	for k, v := range sig {
-		r.Header.Set(k, v)
+	req := newRequest(route.Method, target, signed.Body, cmp.Or(senderIPs[ws.provider], "192.0.2.99"))
+	for k, v := range signed.Headers {
+		req.Header.Set(k, v)
 	}
 	if ws.base64Body {
 		// A content-type the gateway does not treat as text makes it base64-encode the body.
-		r.Header.Set("Content-Type", "application/octet-stream")
+		req.Header.Set("Content-Type", "application/octet-stream")
 	}
-	return r, nil
+	return req, nil
 }
 
 // senderIPs are documentation addresses (RFC 5737) standing in for each sender's network.

@@ -20,7 +20,9 @@
 //	body not the provider's JSON                     400     invalid_payload             no
 //	no event id (dedupe key)                         400     missing_event_id            no
 //	event id unusable as a key (too long, control)   400     invalid_event_id            no
-//	Slack url_verification                           200     {"challenge": ...}          no
+//	endpoint handshake (Slack url_verification,      200     as the sender documents     no
+//	Discord PING, Zoom endpoint.url_validation,
+//	Twitch challenge, WooCommerce ping)
 //	first delivery, forwarded                        200     {"received": true, "id", "delivery_id", "type"}
 //	duplicate after completion                       200     same body, idempotent-replayed: true
 //	duplicate while the first is in progress         409     in_progress, retry-after
@@ -28,11 +30,15 @@
 //	Redis unreachable                                503     store_unavailable, retry-after
 //	sink or processing failed (claim released)       500     processing_failed
 //
-// A delivery's key is the provider's signed identity (webhook.Event.ID): the signed event id,
-// or for GitHub and Shopify, whose signature covers the body only, the body's SHA-256. A signed
-// body seen before is therefore a replay (or, for a signed id with another payload, a
-// mismatch) whatever unsigned delivery id or event type comes with it; the sink event names
-// those unsigned fields, and delivery_id appears in the receipt only for those two providers.
+// The handler serves any preset of package webhook (WEBHOOK_PROVIDER=<preset>, or hmac with the
+// WEBHOOK_HMAC_* settings) and holds no provider's name: the preset says how to verify, where
+// the key comes from, what the fingerprint covers, what the sink receives and which handshake
+// to answer. A delivery's key is the sender's signed identity (webhook.Delivery.ID): the signed
+// event id, or, where the signature does not cover the sender's id, a digest of the signed
+// content. A signed body seen before is therefore a replay (or, for a signed id with another
+// payload, a mismatch) whatever unsigned delivery id or event type comes with it; the sink event
+// names those unsigned fields, and delivery_id appears in the receipt only for senders whose
+// delivery id is unsigned.
 // Errors and ids reach the request's log line bounded by obs.LogRequest.
 //
 // When the event was forwarded but its result could not be stored (the claim expired, or
@@ -48,7 +54,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -96,30 +101,31 @@ const (
 	codeProcessingFailed  = "processing_failed"
 	reasonLockLost        = "lock_lost"
 	reasonResultNotStored = "result_not_stored"
-	reasonURLVerification = "url_verification"
 )
 
 // Handler answers one provider's webhook deliveries. Build it once per execution environment
 // with New; Handle is safe for concurrent use.
 type Handler struct {
-	provider webhook.Provider
-	route    string
-	maxBody  int
-	guard    *idem.Guard
-	sink     sink.Sink
-	logger   *slog.Logger
-	now      func() time.Time
-	conn     *redisconn.Conn // nil when the client came from WithRedis
+	verifier  *webhook.Verifier
+	name      string // WEBHOOK_PROVIDER: the route, the key scope and the log's provider
+	publicURL string // webhook.PublicURLSetting, or "" to rebuild the URL from the event
+	route     string
+	maxBody   int
+	guard     *idem.Guard
+	sink      sink.Sink
+	logger    *slog.Logger
+	now       func() time.Time
+	conn      *redisconn.Conn // nil when the client came from WithRedis
 }
 
 // New builds everything a request needs, once: the settings (see the Env constants, and
 // those of redisconn, idem, sink and obs), the signing secrets (one Secrets Manager read for
-// WEBHOOK_SECRET_ARN), the provider, the sink, the Redis client and the idempotency guard.
+// WEBHOOK_SECRET_ARN), the verifier of the preset, the sink, the Redis client and the idempotency guard.
 //
 // Inside Lambda (AWS_LAMBDA_RUNTIME_API set) WEBHOOK_SECRET or WEBHOOK_SECRET_ARN is
-// required, and a development secret (DevSecret of any provider) from either is refused with
+// required, and a development secret (webhook.DevSecret of any preset) from either is refused with
 // a *setting.Error naming the variable, unless AWS_SAM_LOCAL is true. Outside Lambda, with
-// neither set, the handler accepts DevSecret(provider) and logs it at init, so a local API
+// neither set, the handler accepts webhook.DevSecret(provider) and logs it at init, so a local API
 // works without configuration.
 //
 // New never dials Redis: a Redis that is down costs nothing here, and requests get a 503
@@ -167,7 +173,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	case len(s.secrets) > 0:
 		secrets = s.secrets
 	default:
-		secrets = []string{DevSecret(s.provider)}
+		secrets = []string{webhook.DevSecret(s.provider)}
 		logger.Warn("no "+EnvSecret+" or "+EnvSecretARN+" outside Lambda: accepting deliveries signed with the development secret",
 			"provider", s.provider, "dev_secret", secrets[0])
 	}
@@ -176,11 +182,11 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 			return nil, fmt.Errorf("webhook: %w", err)
 		}
 	}
-	provider, err := webhook.New(s.provider, secrets, s.tolerance)
+	verifier, err := webhook.NewVerifier(s.preset, secrets, s.tolerance)
 	if err != nil {
 		return nil, providerError(err, secretVar)
 	}
-	idemOpts, err := idem.OptionsFromEnv(getenv, provider.DefaultResultTTL())
+	idemOpts, err := idem.OptionsFromEnv(getenv, verifier.DefaultResultTTL())
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
@@ -193,12 +199,14 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	}
 
 	h := &Handler{
-		provider: provider,
-		route:    "/webhooks/" + provider.Name(),
-		maxBody:  s.maxBody,
-		sink:     snk,
-		logger:   logger,
-		now:      o.now,
+		verifier:  verifier,
+		name:      s.provider,
+		publicURL: s.publicURL,
+		route:     "/webhooks/" + s.provider,
+		maxBody:   s.maxBody,
+		sink:      snk,
+		logger:    logger,
+		now:       o.now,
 	}
 	var client redis.UniversalClient = o.redis
 	if client == nil {
@@ -215,7 +223,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		_ = h.Close()
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	logger.Debug("webhook handler ready", "provider", provider.Name(), "route", h.route,
+	logger.Debug("webhook handler ready", "provider", h.name, "route", h.route,
 		"secrets", len(secrets), "max_body", h.maxBody)
 	return h, nil
 }
@@ -238,7 +246,7 @@ func (h *Handler) Close() error {
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := time.Now()
 	resp, rec := h.handle(ctx, req)
-	rec.Provider = h.provider.Name()
+	rec.Provider = h.name
 	rec.Status = resp.StatusCode
 	rec.Duration = time.Since(start)
 	obs.LogRequest(ctx, h.logger, rec)
@@ -268,9 +276,17 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return reject(http.StatusBadRequest, codeInvalidEncoding, "the body is marked base64-encoded but is not base64", err)
 	}
 
+	// The sender signed these bytes, at this URL (URL-signing senders sign it too).
+	r := webhook.Request{
+		Headers: req.Headers,
+		Body:    body,
+		URL:     webhook.PublicURL(req.RequestContext.DomainName, req.RawPath, req.RawQueryString, h.publicURL),
+		Method:  method,
+		Now:     h.now(),
+	}
 	// Nothing below this check runs for a delivery the provider did not sign: no Redis
 	// command, no sink.
-	if err := h.provider.Verify(req.Headers, body, h.now()); err != nil {
+	if err := h.verifier.Verify(r); err != nil {
 		switch {
 		case errors.Is(err, webhook.ErrNotSigned):
 			return reject(http.StatusUnauthorized, codeMissingSignature, "the delivery is not signed", err)
@@ -281,59 +297,63 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		}
 	}
 
-	ev, err := h.provider.Event(req.Headers, body)
+	d, err := h.verifier.Event(r)
 	switch {
 	case errors.Is(err, webhook.ErrNoEventID):
 		return reject(http.StatusBadRequest, codeMissingEventID, "the delivery carries no event id", err)
 	case err != nil:
-		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.provider.Name()+" event", err)
-	case ev.Challenge != "":
-		// Slack's endpoint check: answered, never deduplicated or forwarded.
-		resp := apigw.JSON(http.StatusOK, map[string]string{"challenge": ev.Challenge})
-		return resp, obs.Request{Outcome: obs.OutcomeExecuted, Reason: reasonURLVerification}
+		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.name+" event", err)
+	case d.Handshake != nil:
+		// The sender's endpoint check: answered as it documents, never deduplicated or forwarded.
+		resp := events.APIGatewayV2HTTPResponse{
+			StatusCode: http.StatusOK,
+			Headers:    map[string]string{"content-type": d.Handshake.ContentType},
+			Body:       string(d.Handshake.Body),
+		}
+		return resp, obs.Request{Outcome: obs.OutcomeExecuted, Reason: string(d.Handshake.Kind)}
 	}
-	fp, err := fingerprint(h.provider.Name(), body)
+	fp, err := fingerprint(d.Fingerprint)
 	if err != nil {
-		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.provider.Name()+" event", err)
+		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.name+" event", err)
 	}
 
 	received := h.now()
-	key := idem.Key{Scope: h.provider.Name(), ID: ev.ID}
+	key := idem.Key{Scope: h.name, ID: d.ID}
 	out, err := h.guard.Do(ctx, key, fp, func(ctx context.Context) (idem.Result, error) {
-		return h.forward(ctx, ev, body, received)
+		return h.forward(ctx, d, received)
 	})
 	resp, rec := respond(out, err)
-	rec.ID = ev.ID // obs.LogRequest bounds it: an id too long to be a key is still logged
+	rec.ID = d.ID // obs.LogRequest bounds it: an id too long to be a key is still logged
 	rec.RoundTrips = out.RoundTrips
 	return resp, rec
 }
 
 // forward is the work the guard runs once per event: hand the event to the sink, then
 // describe it in the result every delivery of the event is answered with.
-func (h *Handler) forward(ctx context.Context, ev webhook.Event, body []byte, received time.Time) (idem.Result, error) {
+func (h *Handler) forward(ctx context.Context, d webhook.Delivery, received time.Time) (idem.Result, error) {
 	err := h.sink.Send(ctx, sink.Event{
-		Provider:   h.provider.Name(),
-		ID:         ev.ID,
-		DeliveryID: ev.DeliveryID,
-		Type:       ev.Type,
-		ObjectID:   ev.ObjectID,
-		Unsigned:   ev.Unsigned.Names(),
+		Provider:   h.name,
+		ID:         d.ID,
+		DeliveryID: d.DeliveryID,
+		Type:       d.Type,
+		ObjectID:   d.ObjectID,
+		Unsigned:   d.Unsigned,
 		ReceivedAt: received,
-		Body:       jsonPayload(body),
+		Body:       d.Payload,
 	})
 	if err != nil {
-		return idem.Result{}, fmt.Errorf("webhook: forward %s event %s: %w", h.provider.Name(), ev.ID, err)
+		return idem.Result{}, fmt.Errorf("webhook: forward %s event %s: %w", h.name, d.ID, err)
 	}
-	b, err := json.Marshal(receipt{Received: true, ID: ev.ID, DeliveryID: ev.DeliveryID, Type: ev.Type})
+	b, err := json.Marshal(receipt{Received: true, ID: d.ID, DeliveryID: d.DeliveryID, Type: d.Type})
 	if err != nil {
-		return idem.Result{}, fmt.Errorf("webhook: encode receipt of %s event %s: %w", h.provider.Name(), ev.ID, err)
+		return idem.Result{}, fmt.Errorf("webhook: encode receipt of %s event %s: %w", h.name, d.ID, err)
 	}
 	return idem.Result{Status: http.StatusOK, Body: b}, nil
 }
 
 // receipt is the body of a 200 answer to a delivery, stored and replayed to every retry.
-// ID is the deduplication key; DeliveryID, set for GitHub and Shopify, is the delivery id the
-// first delivery came with (a replay under another id is answered with the first's).
+// ID is the deduplication key; DeliveryID, set for senders whose delivery id is unsigned (GitHub,
+// Shopify), is the delivery id the first delivery came with (a replay under another id is answered with the first's).
 type receipt struct {
 	Received   bool   `json:"received"`
 	ID         string `json:"id"`
@@ -380,42 +400,17 @@ func reject(status int, code, message string, err error, headers ...string) (eve
 	return apigw.Error(status, code, message, headers...), obs.Request{Outcome: obs.OutcomeRejected, Reason: code, Err: err}
 }
 
-// stripeEventFields are the top-level members of a Stripe event (snapshot and thin events)
-// that its fingerprint covers: all but pending_webhooks, the number of the event's webhooks
-// not yet delivered, which describes the delivery rather than the event and so may differ
-// between two attempts at delivering it.
-var stripeEventFields = []string{"id", "object", "account", "api_version", "context", "created",
-	"data", "livemode", "reason", "related_object", "request", "type"}
-
-// fingerprint identifies a delivery's payload, so that the same event id with a different
-// payload is a mismatch, never a replay. Signatures cover the raw body and providers re-sign a
-// retry with a new timestamp in the headers, never in the body. GitHub (redelivery), Shopify,
-// Standard Webhooks (Svix) and Slack resend the stored payload byte for byte, so their raw
-// body is fingerprinted. A Stripe event carries pending_webhooks, which may change between
-// attempts, so its fingerprint is the canonical JSON of the event without that member:
-// formatting and that count may differ between retries, the event itself may not.
-func fingerprint(provider string, body []byte) (idem.Fingerprint, error) {
-	if provider == "stripe" {
-		fp, err := idem.FingerprintJSON(body, stripeEventFields...)
-		if err != nil {
-			return idem.Fingerprint{}, fmt.Errorf("webhook: fingerprint stripe event: %w", err)
-		}
-		return fp, nil
+// fingerprint identifies a delivery's payload as the sender's preset says, so that the same
+// event id with a different payload is a mismatch, never a replay: the SHA-256 of the content,
+// or of the canonical JSON of the named members (for a sender whose retries change a member
+// that describes the delivery, not the event).
+func fingerprint(f webhook.Fingerprint) (idem.Fingerprint, error) {
+	if len(f.Fields) == 0 {
+		return idem.FingerprintOf(f.Content), nil
 	}
-	return idem.FingerprintOf(body), nil
-}
-
-// jsonPayload returns the JSON document a verified body carries, for the sink. It is the body
-// itself, except for a form-encoded delivery (GitHub's application/x-www-form-urlencoded
-// content type), whose JSON is the payload field.
-func jsonPayload(body []byte) []byte {
-	if json.Valid(body) {
-		return body
+	fp, err := idem.FingerprintJSON(f.Content, f.Fields...)
+	if err != nil {
+		return idem.Fingerprint{}, fmt.Errorf("webhook: fingerprint: %w", err)
 	}
-	if form, err := url.ParseQuery(string(body)); err == nil {
-		if p := form.Get("payload"); json.Valid([]byte(p)) {
-			return []byte(p)
-		}
-	}
-	return body
+	return fp, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/webhook"
+	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
 // TestCapturedDeliveryResentUnderFreshIDsExecutesOnce: GitHub and Shopify sign the body only.
@@ -104,6 +105,10 @@ func TestDevelopmentSecretRefusedInsideLambda(t *testing.T) {
 			"another's":   {EnvSecret: publishedKeyOf(p, otherProvider(p))},
 			"from an ARN": {EnvSecretARN: arnPrefix + p},
 		}
+		if preset, _ := webhook.Lookup(p); preset.Family == webhook.FamilyPublicKey {
+			// A public key is its sender's alone: no other sender publishes a key of its kind.
+			delete(variants, "another's")
+		}
 		if p == "standard" {
 			// The same key written without prefix or padding is the same secret.
 			variants["re-encoded"] = map[string]string{EnvSecret: strings.TrimRight(strings.TrimPrefix(DevSecret(p), webhook.StandardSecretPrefix), "=")}
@@ -111,6 +116,9 @@ func TestDevelopmentSecretRefusedInsideLambda(t *testing.T) {
 		for name, vars := range variants {
 			t.Run(p+"/"+name, func(t *testing.T) {
 				all := map[string]string{EnvProvider: p}
+				if p == webhook.HMACPresetName {
+					all[webhook.HMACHeaderSetting] = "x-signature"
+				}
 				maps.Copy(all, lambda)
 				maps.Copy(all, vars)
 				wantVar := EnvSecret
@@ -144,8 +152,13 @@ func TestDevelopmentSecretRefusedInsideLambda(t *testing.T) {
 
 // realSecret is a secret provider p can use that is not published.
 func realSecret(p string) string {
-	if p == "standard" {
+	preset, _ := webhook.Lookup(p)
+	switch {
+	case preset.SecretFormat == webhook.SecretWhsec:
 		return webhook.StandardSecret([]byte("real-rotated-secret-0123456789"))
+	case preset.Family == webhook.FamilyPublicKey:
+		_, public := webhooktest.KeyPair(preset.Algorithm, "real-rotated-secret-0123456789")
+		return public
 	}
 	return "real-rotated-secret-0123456789"
 }

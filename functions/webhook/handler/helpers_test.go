@@ -7,6 +7,7 @@ import (
 	"errors"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/idemlambda/idem/pkg/sink"
 	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
+	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
 // fixedNow is when the recorded deliveries in testdata/deliveries were signed, and where the
@@ -95,13 +97,30 @@ func forEachProvider(t *testing.T, f func(t *testing.T, pc providerCase)) {
 	}
 }
 
-// testSecret is the secret the tests configure for provider; a Standard Webhooks secret must
-// be whsec_<base64>.
+// testSecret is the secret the tests sign provider's deliveries with; a Standard Webhooks
+// secret must be whsec_<base64>, a public-key sender's is its private key (verifierSecret is
+// the public key the function is configured with).
 func testSecret(provider string) string {
-	if provider == "standard" {
+	p, _ := webhook.Lookup(provider)
+	switch {
+	case p.SecretFormat == webhook.SecretWhsec:
 		return webhook.StandardSecret([]byte("test-standard-secret"))
+	case p.Family == webhook.FamilyPublicKey:
+		private, _ := webhooktest.KeyPair(p.Algorithm, "test-"+provider+"-secret")
+		return private
 	}
 	return "test-" + provider + "-secret"
+}
+
+// verifierSecret is the secret the tests configure for provider: testSecret, or for a
+// public-key sender the public half of its key pair.
+func verifierSecret(provider string) string {
+	p, _ := webhook.Lookup(provider)
+	if p.Family == webhook.FamilyPublicKey {
+		_, public := webhooktest.KeyPair(p.Algorithm, "test-"+provider+"-secret")
+		return public
+	}
+	return testSecret(provider)
 }
 
 // otherSecret is a well-formed secret the handler does not accept.
@@ -126,14 +145,53 @@ func withoutMember(t *testing.T, body []byte, member string) []byte {
 	return b
 }
 
-// signer returns the signing side of provider.
-func signer(t testing.TB, provider string) webhook.Provider {
+// signer returns the signing side of provider's preset, from webhooktest.
+func signer(t testing.TB, provider string) testSigner {
 	t.Helper()
-	p, err := webhook.New(provider, []string{"unused"}, 0)
-	if err != nil {
-		t.Fatal(err)
+	p, ok := webhook.Lookup(provider)
+	if !ok {
+		t.Fatalf("no preset %q", provider)
 	}
-	return p
+	return testSigner{t: t, preset: p}
+}
+
+// testSigner signs and samples one preset's deliveries.
+type testSigner struct {
+	t      testing.TB
+	preset webhook.Preset
+}
+
+// DefaultResultTTL is the preset's retention.
+func (s testSigner) DefaultResultTTL() time.Duration { return s.preset.ResultTTL }
+
+// Sample is webhooktest's sample delivery of the preset.
+func (s testSigner) Sample(id string, now time.Time) ([]byte, map[string]string) {
+	s.t.Helper()
+	r, err := webhooktest.Sample(s.preset.Name, id, now)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return r.Body, r.Headers
+}
+
+// Sign returns the headers signing body with secret at at adds; a Standard Webhooks message id
+// is the body's top-level id when it has one (the samples repeat it there).
+func (s testSigner) Sign(secret string, body []byte, at time.Time) map[string]string {
+	s.t.Helper()
+	in := map[string]string{}
+	if s.preset.IDHeader != "" {
+		var top struct{ ID string }
+		if json.Unmarshal(body, &top) == nil && top.ID != "" {
+			in[s.preset.IDHeader] = top.ID
+		}
+	}
+	req := apiRequest(s.t, s.preset.Name, body, nil)
+	url := webhook.PublicURL(req.RequestContext.DomainName, req.RawPath, req.RawQueryString, "")
+	out, err := webhooktest.Sign(s.preset, secret, webhook.Request{Headers: in, Body: body, URL: url, Now: at})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return out.Headers
 }
 
 // delivery is a provider's delivery before signing: the body and the headers other than the
@@ -155,9 +213,27 @@ func sampleDelivery(t testing.TB, provider, id string) delivery {
 // attempt of the provider would send it.
 func (d delivery) signed(t testing.TB, secret string, at time.Time) events.APIGatewayV2HTTPRequest {
 	t.Helper()
-	headers := maps.Clone(d.headers)
-	maps.Copy(headers, signer(t, d.provider).Sign(secret, d.body, at))
-	return apiRequest(t, d.provider, d.body, headers)
+	req := apiRequest(t, d.provider, d.body, d.headers)
+	p, ok := webhook.Lookup(d.provider)
+	if !ok {
+		t.Fatalf("no preset %q", d.provider)
+	}
+	// URL-signing senders sign the public URL the function rebuilds from the event.
+	in := webhook.Request{
+		Headers: maps.Clone(d.headers),
+		Body:    d.body,
+		URL:     webhook.PublicURL(req.RequestContext.DomainName, req.RawPath, req.RawQueryString, ""),
+		Now:     at,
+	}
+	out, err := webhooktest.Sign(p, secret, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := apiRequest(t, d.provider, out.Body, out.Headers)
+	if u, err := url.Parse(out.URL); err == nil && u.RawQuery != "" {
+		signed.RawQueryString = u.RawQuery
+	}
+	return signed
 }
 
 // apiRequest fills the recorded API Gateway v2.0 event in testdata with a delivery to
@@ -377,7 +453,7 @@ func newHarness(t testing.TB, provider string, cfg harnessConfig) *harness {
 	cfg.rdb.AddHook(counter)
 	vars := map[string]string{
 		EnvProvider:       provider,
-		EnvSecret:         testSecret(provider),
+		EnvSecret:         verifierSecret(provider),
 		"IDEM_KEY_PREFIX": cfg.prefix,
 	}
 	maps.Copy(vars, cfg.env)

@@ -23,7 +23,9 @@ import (
 // and the sink settings (WEBHOOK_SINK, WEBHOOK_QUEUE_URL, WEBHOOK_EVENT_BUS, ...) those of
 // sink.FromEnv; LOG_LEVEL is obs.EnvLogLevel.
 const (
-	// EnvProvider names the sender: stripe, github, shopify, standard or slack. Required.
+	// EnvProvider names the sender: a preset of package webhook (webhook.PresetNames: stripe,
+	// github, shopify, standard, slack, twilio, discord, ...) or webhook.HMACPresetName with the
+	// WEBHOOK_HMAC_* settings. Required. The function answers POST /webhooks/<EnvProvider>.
 	EnvProvider = "WEBHOOK_PROVIDER"
 	// EnvSecret is the signing secret, or a comma-separated list of secrets that are all
 	// accepted (for a rotation). Surrounding spaces are trimmed and empty entries skipped, so
@@ -34,8 +36,9 @@ const (
 	// through a client that honours AWS_ENDPOINT_URL_SECRETS_MANAGER.
 	EnvSecretARN = "WEBHOOK_SECRET_ARN"
 	// EnvTolerance overrides how far a signed timestamp may lie from the function's clock,
-	// as a positive Go duration such as 5m. Default webhook.DefaultTolerance (300s). GitHub
-	// and Shopify sign no timestamp and ignore it.
+	// as a positive Go duration such as 5m. Default: the preset's (webhook.DefaultTolerance,
+	// 300s, for Stripe, Slack and Standard Webhooks). Senders that sign no timestamp (GitHub,
+	// Shopify, ...) ignore it.
 	EnvTolerance = "WEBHOOK_TOLERANCE"
 	// EnvMaxBody is the largest request body accepted, in bytes, after base64 decoding.
 	// Default apigw.DefaultBodyLimit (1 MiB); at most MaxBodyLimit.
@@ -59,21 +62,18 @@ const MaxBodyLimit = 6 << 20
 const SecretReadTimeout = 5 * time.Second
 
 // DevSecret returns the development secret a function for provider accepts outside Lambda
-// when neither EnvSecret nor EnvSecretARN is set: "dev-<provider>-secret", and for the
-// standard provider the Standard Webhooks secret whose key is those bytes
-// ("whsec_ZGV2LXN0YW5kYXJkLXNlY3JldA=="). It is public and deterministic, so local tools can
-// sign deliveries with it; inside Lambda it is never used.
-func DevSecret(provider string) string {
-	s := "dev-" + provider + "-secret"
-	if provider == "standard" {
-		return webhook.StandardSecret([]byte(s))
-	}
-	return s
-}
+// when neither EnvSecret nor EnvSecretARN is set: webhook.DevSecret(provider), built from
+// "dev-<provider>-secret" (for standard the Standard Webhooks secret whose key is those bytes,
+// "whsec_ZGV2LXN0YW5kYXJkLXNlY3JldA=="; for a public-key sender the public key of a private
+// key derived from them). It is public and deterministic, so local tools can sign deliveries
+// with it (webhooktest.DevSigningSecret); inside Lambda it is refused.
+func DevSecret(provider string) string { return webhook.DevSecret(provider) }
 
 // settings are the function's own variables, parsed and checked before anything is built.
 type settings struct {
 	provider     string
+	preset       webhook.Preset
+	publicURL    string   // webhook.PublicURLSetting
 	secrets      []string // from EnvSecret
 	secretARN    string
 	tolerance    time.Duration // 0: the provider's default
@@ -100,6 +100,13 @@ func readSettings(getenv func(string) string, secretsGiven bool) (settings, erro
 		return s, &setting.Error{Var: EnvProvider, Reason: "required: one of " + strings.Join(webhook.Names(), ", ")}
 	case !slices.Contains(webhook.Names(), s.provider):
 		return s, setting.Errorf(EnvProvider, "%q is not one of %s", s.provider, strings.Join(webhook.Names(), ", "))
+	}
+	var err error
+	if s.preset, err = webhook.PresetFor(s.provider, getenv); err != nil {
+		return s, err // a *setting.Error naming the WEBHOOK_HMAC_* variable
+	}
+	if s.publicURL, err = webhook.PublicURLFromEnv(getenv); err != nil {
+		return s, err
 	}
 
 	raw := getenv(EnvSecret)
@@ -180,40 +187,21 @@ func readSecret(ctx context.Context, client redisconn.SecretsClient, arn string)
 }
 
 // refuseDevSecrets returns a *setting.Error naming variable when, inside Lambda and not under
-// sam local, one of secrets is a development secret: DevSecret of any provider, or for the
-// standard provider any encoding of the same key. Those secrets are published, so a deployed
+// sam local, one of secrets is a development secret: webhook.DevSecret of any preset, or for a
+// Standard Webhooks secret any encoding of the same key (webhook.IsDevSecret). Those secrets are published, so a deployed
 // function accepting one would run the work of anyone who reads the README.
 func refuseDevSecrets(s settings, secrets []string, variable string) error {
 	if !s.insideLambda || s.samLocal {
 		return nil
 	}
 	for i, secret := range secrets {
-		if p, ok := devSecretOf(s.provider, secret); ok {
+		if p, ok := webhook.IsDevSecret(s.preset, secret); ok {
 			return setting.Errorf(variable, "secret %d of %d is the published development secret of the %s provider; "+
 				"inside Lambda (%s is set) only a real signing secret is accepted, except under sam local (%s=true)",
 				i+1, len(secrets), p, redisconn.EnvRuntimeAPI, EnvSAMLocal)
 		}
 	}
 	return nil
-}
-
-// devSecretOf reports whether secret, used by provider, signs with the key of a development
-// secret, and whose.
-func devSecretOf(provider, secret string) (string, bool) {
-	for _, p := range webhook.Names() {
-		dev := DevSecret(p)
-		if secret == dev || secret == "dev-"+p+"-secret" {
-			return p, true
-		}
-		// A Standard Webhooks secret is a base64 key, written with or without prefix and
-		// padding: compare the key it decodes to.
-		if provider == "standard" {
-			if key, err := webhook.DecodeStandardSecret(secret); err == nil && string(key) == "dev-"+p+"-secret" {
-				return p, true
-			}
-		}
-	}
-	return "", false
 }
 
 // providerError names the variable behind an error from webhook.New.

@@ -129,3 +129,29 @@ func TestUnknownSample(t *testing.T) {
 		t.Fatal("a sample for an unknown preset")
 	}
 }
+
+func TestDevSigningSecretSignsForTheDevSecret(t *testing.T) {
+	now := time.Unix(1_760_000_000, 0)
+	for _, name := range webhook.PresetNames() {
+		p, _ := webhook.Lookup(name)
+		v, err := webhook.NewVerifier(p, []string{webhook.DevSecret(name)}, 0)
+		if err != nil {
+			t.Fatalf("%s: the development secret is not usable: %v", name, err)
+		}
+		r, err := webhooktest.Sample(name, "evt_dev_1", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.URL = "https://dev.example/webhooks/" + name
+		signed, err := webhooktest.Sign(p, webhooktest.DevSigningSecret(name), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Verify(signed); err != nil {
+			t.Errorf("%s: a delivery signed with DevSigningSecret is refused: %v", name, err)
+		}
+		if _, ok := webhook.IsDevSecret(p, webhook.DevSecret(name)); !ok {
+			t.Errorf("%s: IsDevSecret does not recognise DevSecret", name)
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package handler
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemlambda/idem/pkg/webhook"
+	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
+)
+
+// TestEveryPresetExecutesOnceThenReplays: for every preset, a delivery signed as its sender
+// signs it (the public URL rebuilt from the event for URL-signing senders, a form body for
+// Twilio) reaches the sink once, a second attempt is answered from the stored result, and the
+// result is kept for the preset's retention.
+func TestEveryPresetExecutesOnceThenReplays(t *testing.T) {
+	for _, name := range webhook.PresetNames() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			hs := newHarness(t, name, harnessConfig{})
+			d := sampleDelivery(t, name, "evt_preset_"+name)
+			first := hs.deliver(t, d)
+			wantStatus(t, first, 200, "")
+			second := hs.deliver(t, d)
+			wantStatus(t, second, 200, "")
+			if second.Headers[ReplayedHeader] != "true" || second.Body != first.Body {
+				t.Fatalf("second attempt %d %v %s, want the first's answer replayed", second.StatusCode, second.Headers, second.Body)
+			}
+			sent := hs.sink.sent()
+			if len(sent) != 1 || sent[0].Provider != name || !json.Valid(sent[0].Body) {
+				t.Fatalf("sink events %+v, want one %s event with a JSON payload", sent, name)
+			}
+			p, _ := webhook.Lookup(name)
+			for key, ttl := range hs.keys(t) {
+				if ttl > p.ResultTTL || ttl < p.ResultTTL-time.Minute {
+					t.Errorf("key %s kept %s, want the preset's %s", key, ttl, p.ResultTTL)
+				}
+			}
+		})
+	}
+}
+
+// TestHandshakesAreAnsweredAsDocumentedWithoutRedis: each sender's endpoint validation gets
+// the answer its documentation gives, with no Redis command and nothing forwarded.
+func TestHandshakesAreAnsweredAsDocumentedWithoutRedis(t *testing.T) {
+	for _, tc := range []struct {
+		provider    string
+		body        string
+		headers     map[string]string
+		unsigned    bool
+		contentType string
+		want        func(t *testing.T, body string)
+	}{
+		{provider: "discord", body: `{"id":"ping-1","application_id":"1","type":1,"version":1}`, contentType: "application/json",
+			want: func(t *testing.T, body string) {
+				if body != `{"type":1}` {
+					t.Errorf("body %s, want {\"type\":1}", body)
+				}
+			}},
+		{provider: "zoom", body: `{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}`, contentType: "application/json",
+			want: func(t *testing.T, body string) {
+				mac := hmac.New(sha256.New, []byte(testSecret("zoom")))
+				mac.Write([]byte("qgg8vlvZRS6UYooatFL8Aw"))
+				want := `{"plainToken":"qgg8vlvZRS6UYooatFL8Aw","encryptedToken":"` + hex.EncodeToString(mac.Sum(nil)) + `"}`
+				if body != want {
+					t.Errorf("body %s, want %s", body, want)
+				}
+			}},
+		{provider: "twitch", body: `{"challenge":"pogchamp-kappa-360noscope-vohiyo","subscription":{"id":"f1c2a387","type":"channel.follow"}}`,
+			headers: map[string]string{webhook.TwitchMessageTypeHeader: "webhook_callback_verification"}, contentType: "text/plain",
+			want: func(t *testing.T, body string) {
+				if body != "pogchamp-kappa-360noscope-vohiyo" {
+					t.Errorf("body %q, want the challenge", body)
+				}
+			}},
+		{provider: "woocommerce", body: "webhook_id=42", unsigned: true, contentType: "text/plain",
+			headers: map[string]string{"content-type": "application/x-www-form-urlencoded"},
+			want: func(t *testing.T, body string) {
+				if body != "" {
+					t.Errorf("body %q, want none", body)
+				}
+			}},
+		{provider: "slack", body: slackURLVerification, contentType: "application/json",
+			want: func(t *testing.T, body string) {
+				if body != `{"challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}` {
+					t.Errorf("body %s, want the challenge", body)
+				}
+			}},
+	} {
+		t.Run(tc.provider, func(t *testing.T) {
+			hs := newHarness(t, tc.provider, harnessConfig{})
+			headers := map[string]string{"content-type": "application/json"}
+			maps.Copy(headers, tc.headers)
+			var req events.APIGatewayV2HTTPRequest
+			if tc.unsigned {
+				req = apiRequest(t, tc.provider, []byte(tc.body), headers)
+			} else {
+				req = delivery{provider: tc.provider, body: []byte(tc.body), headers: headers}.signed(t, testSecret(tc.provider), hs.clock.Now())
+			}
+			resp := hs.do(t, req)
+			if resp.StatusCode != 200 || resp.Headers["content-type"] != tc.contentType {
+				t.Fatalf("%d %v %s, want 200 %s", resp.StatusCode, resp.Headers, resp.Body, tc.contentType)
+			}
+			tc.want(t, resp.Body)
+			if n := hs.counter.commands.Load(); n != 0 {
+				t.Errorf("%d Redis commands for a handshake", n)
+			}
+			if n := hs.sink.attempts(); n != 0 {
+				t.Errorf("sink called %d times for a handshake", n)
+			}
+		})
+	}
+}
+
+// TestPublicURLSettingIsWhatURLSigningSendersSign: behind a custom domain the sender signs the
+// URL pasted into its settings; WEBHOOK_PUBLIC_URL names it, and the URL rebuilt from the
+// event no longer verifies.
+func TestPublicURLSettingIsWhatURLSigningSendersSign(t *testing.T) {
+	const public = "https://hooks.example.com/twilio"
+	hs := newHarness(t, "twilio", harnessConfig{env: map[string]string{webhook.PublicURLSetting: public}})
+	p, _ := webhook.Lookup("twilio")
+	sample, err := webhooktest.Sample("twilio", "SM0000000000000000000000000000public", fixedNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signAt := func(url string) events.APIGatewayV2HTTPRequest {
+		r := sample
+		r.URL, r.Now = url, hs.clock.Now()
+		signed, err := webhooktest.Sign(p, testSecret("twilio"), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return apiRequest(t, "twilio", signed.Body, signed.Headers)
+	}
+	rebuilt := apiRequest(t, "twilio", nil, nil)
+	wantStatus(t, hs.do(t, signAt(webhook.PublicURL(rebuilt.RequestContext.DomainName, rebuilt.RawPath, "", ""))), 401, "invalid_signature")
+	wantStatus(t, hs.do(t, signAt(public)), 200, "")
+}
+
+// TestHMACProviderIsConfiguredBySettings: WEBHOOK_PROVIDER=hmac with the WEBHOOK_HMAC_*
+// settings serves /webhooks/hmac and verifies what the settings describe.
+func TestHMACProviderIsConfiguredBySettings(t *testing.T) {
+	settings := map[string]string{
+		EnvProvider:                  webhook.HMACPresetName,
+		webhook.HMACHeaderSetting:    "X-Signature",
+		webhook.HMACPrefixSetting:    "sha256=",
+		webhook.HMACResultTTLSetting: "30h",
+		webhook.HMACEventIDSetting:   "body:id",
+	}
+	hs := newHarness(t, webhook.HMACPresetName, harnessConfig{env: settings})
+	p, err := webhook.PresetFor(webhook.HMACPresetName, func(k string) string { return settings[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"id":"evt_hmac_1","type":"thing.happened"}`)
+	signed, err := webhooktest.Sign(p, testSecret(webhook.HMACPresetName), webhook.Request{Body: body, Headers: map[string]string{"content-type": "application/json"}, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := apiRequest(t, webhook.HMACPresetName, body, signed.Headers)
+	wantStatus(t, hs.do(t, req), 200, "")
+	if r := hs.do(t, req); r.Headers[ReplayedHeader] != "true" {
+		t.Fatalf("second delivery %d %v, want a replay", r.StatusCode, r.Headers)
+	}
+	if sent := hs.sink.sent(); len(sent) != 1 || sent[0].ID != "evt_hmac_1" {
+		t.Fatalf("sink events %+v", sent)
+	}
+	for key, ttl := range hs.keys(t) {
+		if ttl > 30*time.Hour || ttl < 30*time.Hour-time.Minute {
+			t.Errorf("key %s kept %s, want 30h", key, ttl)
+		}
+	}
+	unsigned := apiRequest(t, webhook.HMACPresetName, body, map[string]string{"content-type": "application/json"})
+	wantStatus(t, hs.do(t, unsigned), 401, "missing_signature")
+}
