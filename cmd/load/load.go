@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/functions/webhook/handler"
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/sink"
 	"github.com/idemlambda/idem/pkg/webhook"
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
@@ -243,7 +244,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // outcome names a response: executed, replayed, in_progress, unavailable, failed, or the status.
 func outcome(resp events.APIGatewayV2HTTPResponse) string {
 	switch {
-	case resp.StatusCode == 200 && resp.Headers[handler.ReplayedHeader] == "true":
+	case resp.StatusCode == 200 && resp.Headers[idemhttp.HeaderReplayed] == "true":
 		return "replayed"
 	case resp.StatusCode == 200:
 		return "executed"

@@ -17,11 +17,9 @@ import (
 
 	"github.com/idemlambda/idem/cmd/events/samples"
 	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
-
-// ReplayedHeader marks a response answered from a stored result.
-const ReplayedHeader = "Idempotent-Replayed"
 
 // options are the command line.
 type options struct {
@@ -322,7 +320,7 @@ func send(ctx context.Context, client *http.Client, r request) response {
 	}
 	return response{
 		status:     resp.StatusCode,
-		replayed:   strings.EqualFold(resp.Header.Get(ReplayedHeader), "true"),
+		replayed:   strings.EqualFold(resp.Header.Get(idemhttp.HeaderReplayed), "true"),
 		retryAfter: resp.Header.Get("Retry-After"),
 		body:       strings.TrimSpace(string(body)),
 	}

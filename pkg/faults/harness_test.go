@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/functions/webhook/handler"
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/sink"
 	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
@@ -266,7 +267,7 @@ func (f *fleet) send(ctx context.Context, env int, ev event) attempt {
 	if err != nil {
 		a.status = -1
 	}
-	a.replayed = resp.Headers[handler.ReplayedHeader] == "true"
+	a.replayed = resp.Headers[idemhttp.HeaderReplayed] == "true"
 	a.retryAfter = resp.Headers["retry-after"]
 	f.rec.addAttempt(a)
 	return a

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/pkg/apigw"
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -26,8 +27,8 @@ func TestFirstDeliveryIsForwardedOnceAndRetriesAreReplayed(t *testing.T) {
 
 		first := hs.deliver(t, d)
 		wantReceipt(t, first, id)
-		if v, ok := first.Headers[ReplayedHeader]; ok {
-			t.Errorf("first delivery carries %s: %q", ReplayedHeader, v)
+		if v, ok := first.Headers[idemhttp.HeaderReplayed]; ok {
+			t.Errorf("first delivery carries %s: %q", idemhttp.HeaderReplayed, v)
 		}
 		sent := hs.sink.sent()
 		if len(sent) != 1 {
@@ -61,8 +62,8 @@ func TestFirstDeliveryIsForwardedOnceAndRetriesAreReplayed(t *testing.T) {
 			if retry.Body != first.Body {
 				t.Errorf("retry %d body %s, want %s", i, retry.Body, first.Body)
 			}
-			if got := retry.Headers[ReplayedHeader]; got != "true" {
-				t.Errorf("retry %d %s = %q, want true", i, ReplayedHeader, got)
+			if got := retry.Headers[idemhttp.HeaderReplayed]; got != "true" {
+				t.Errorf("retry %d %s = %q, want true", i, idemhttp.HeaderReplayed, got)
 			}
 		}
 		if n := hs.sink.attempts(); n != 1 {
@@ -125,7 +126,7 @@ func TestConcurrentDeliveriesFromSeparateEnvironmentsForwardOnce(t *testing.T) {
 			}
 			late := envs[round].deliver(t, d)
 			wantReceipt(t, late, id)
-			if late.Headers[ReplayedHeader] != "true" {
+			if late.Headers[idemhttp.HeaderReplayed] != "true" {
 				t.Errorf("round %d: late delivery not replayed", round)
 			}
 		}
@@ -277,7 +278,7 @@ func TestBase64BodyIsDecodedBeforeVerification(t *testing.T) {
 		}
 		// A retry sent without encoding is the same delivery.
 		hs.clock.Advance(time.Minute)
-		if got := hs.deliver(t, d).Headers[ReplayedHeader]; got != "true" {
+		if got := hs.deliver(t, d).Headers[idemhttp.HeaderReplayed]; got != "true" {
 			t.Errorf("plain retry of a base64 delivery not replayed")
 		}
 	})
@@ -297,7 +298,7 @@ func TestEverySecretOfARotationIsAccepted(t *testing.T) {
 		b := sampleDelivery(t, pc.name, pc.eventID("new"))
 		wantReceipt(t, hs.do(t, b.signed(t, newSecret, now)), pc.eventID("new"))
 		// A retry signed after the sender switched secrets is still the same event.
-		if got := hs.do(t, a.signed(t, newSecret, now.Add(time.Minute))).Headers[ReplayedHeader]; got != "true" {
+		if got := hs.do(t, a.signed(t, newSecret, now.Add(time.Minute))).Headers[idemhttp.HeaderReplayed]; got != "true" {
 			t.Errorf("retry signed with the new secret not replayed")
 		}
 		third := "third-" + pc.name
@@ -411,7 +412,7 @@ func TestStripeRetryRenderedDifferentlyIsReplayed(t *testing.T) {
 	}
 	retry := delivery{provider: "stripe", body: rerendered, headers: d.headers}
 	hs.clock.Advance(5 * time.Minute)
-	if resp := hs.deliver(t, retry); resp.Headers[ReplayedHeader] != "true" {
+	if resp := hs.deliver(t, retry); resp.Headers[idemhttp.HeaderReplayed] != "true" {
 		t.Errorf("re-rendered retry: status %d %s, want a replay", resp.StatusCode, resp.Body)
 	}
 	// The event itself changing is still a mismatch.
@@ -443,7 +444,7 @@ func TestDuplicateWhileFirstIsInProgressGets409(t *testing.T) {
 		close(snk.release)
 		wantReceipt(t, within(t, firstDone, "the first delivery"), id)
 
-		if got := hs.deliver(t, d).Headers[ReplayedHeader]; got != "true" {
+		if got := hs.deliver(t, d).Headers[idemhttp.HeaderReplayed]; got != "true" {
 			t.Errorf("delivery after completion not replayed")
 		}
 		if n := hs.sink.attempts(); n != 1 {
@@ -483,7 +484,7 @@ func TestSinkFailureReleasesClaimSoRetryForwards(t *testing.T) {
 		hs.clock.Advance(5 * time.Minute)
 		retry := hs.deliver(t, d)
 		wantReceipt(t, retry, id)
-		if retry.Headers[ReplayedHeader] != "" {
+		if retry.Headers[idemhttp.HeaderReplayed] != "" {
 			t.Error("retry after a failure was replayed, not executed")
 		}
 		if sent := snk.sent(); len(sent) != 1 || senderID(sent[0]) != id {
@@ -554,7 +555,7 @@ func TestRedisUnreachableGets503WithoutForwarding(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantStatus(t, resp, 503, "store_unavailable")
-		if resp.Headers["retry-after"] != "5" {
+		if resp.Headers["retry-after"] != "1" {
 			t.Errorf("retry-after = %q", resp.Headers["retry-after"])
 		}
 		if took := time.Since(start); took > 3*time.Second {

@@ -66,6 +66,7 @@ import (
 
 	"github.com/idemlambda/idem/pkg/apigw"
 	"github.com/idemlambda/idem/pkg/idem"
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/obs"
 	"github.com/idemlambda/idem/pkg/redisconn"
 	"github.com/idemlambda/idem/pkg/setting"
@@ -75,13 +76,6 @@ import (
 
 // defaultBodyLimit is EnvMaxBody's default.
 const defaultBodyLimit = apigw.DefaultBodyLimit
-
-// StoreRetryAfter is the retry-after sent with a 503 when Redis cannot be reached: about the
-// time a replica takes to be promoted after a primary fails.
-const StoreRetryAfter = 5 * time.Second
-
-// ReplayedHeader is set to "true" on a response replayed from a stored result.
-const ReplayedHeader = "idempotent-replayed"
 
 // Machine codes of the error responses, stable across releases.
 const (
@@ -375,24 +369,31 @@ func respond(out idem.Outcome, err error) (events.APIGatewayV2HTTPResponse, obs.
 		return apigw.Raw(out.Result.Status, out.Result.Body),
 			obs.Request{Outcome: obs.OutcomeError, Reason: reasonLockLost, Err: err}
 	case idem.Replayed:
-		return apigw.Raw(out.Result.Status, out.Result.Body, ReplayedHeader, "true"),
+		return apigw.Raw(out.Result.Status, out.Result.Body, idemhttp.HeaderReplayed, "true"),
 			obs.Request{Outcome: obs.OutcomeReplayed}
 	case idem.InProgress:
-		return apigw.Error(http.StatusConflict, codeInProgress, "this event is being processed; retry later", "retry-after", apigw.RetryAfter(out.RetryAfter)),
+		return refuse(out.Kind, codeInProgress, "this event is being processed; retry later"),
 			obs.Request{Outcome: obs.OutcomeInProgress}
 	case idem.Mismatch:
-		return apigw.Error(http.StatusUnprocessableEntity, codeEventIDReused, "this event id was received before with a different payload"),
+		return refuse(out.Kind, codeEventIDReused, "this event id was received before with a different payload"),
 			obs.Request{Outcome: obs.OutcomeMismatch, Err: err}
 	case idem.Unavailable:
-		return apigw.Error(http.StatusServiceUnavailable, codeStoreUnavailable, "the idempotency store is unavailable; retry later", "retry-after", apigw.RetryAfter(StoreRetryAfter)),
+		return refuse(out.Kind, codeStoreUnavailable, "the idempotency store is unavailable; retry later"),
 			obs.Request{Outcome: obs.OutcomeError, Reason: codeStoreUnavailable, Err: err}
 	case idem.InvalidKey:
-		return apigw.Error(http.StatusBadRequest, codeInvalidEventID, "the event id cannot be used as a deduplication key"),
+		return refuse(out.Kind, codeInvalidEventID, "the event id cannot be used as a deduplication key"),
 			obs.Request{Outcome: obs.OutcomeRejected, Reason: codeInvalidEventID, Err: err}
 	default: // idem.Failed: the claim is released and nothing is stored.
 		return apigw.Error(http.StatusInternalServerError, codeProcessingFailed, "the event could not be forwarded; retry later"),
 			obs.Request{Outcome: obs.OutcomeError, Reason: codeProcessingFailed, Err: err}
 	}
+}
+
+// refuse answers an outcome that sends no response of the work with the status and retry-after
+// every HTTP front of the core gives it (idemhttp.Refuse), in this function's own codes.
+func refuse(k idem.Kind, code, message string) events.APIGatewayV2HTTPResponse {
+	r, _ := idemhttp.Refuse(k)
+	return apigw.Error(r.Status, code, message, r.Header()...)
 }
 
 // reject answers a delivery refused before any work, with Redis untouched.

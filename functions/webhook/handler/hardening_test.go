@@ -12,6 +12,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/webhook"
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
@@ -48,7 +49,7 @@ func TestCapturedDeliveryResentUnderFreshIDsExecutesOnce(t *testing.T) {
 				req.Headers[tc.typeHeader] = typ
 				resp := hs.do(t, req)
 				wantStatus(t, resp, 200, "")
-				if resp.Body != first.Body || resp.Headers[ReplayedHeader] != "true" {
+				if resp.Body != first.Body || resp.Headers[idemhttp.HeaderReplayed] != "true" {
 					t.Errorf("re-sent as %s/%s: %s %v, want the first's receipt replayed", id, typ, resp.Body, resp.Headers)
 				}
 			}

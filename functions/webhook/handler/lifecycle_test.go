@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/redisconn"
 	"github.com/idemlambda/idem/pkg/testsupport"
 )
@@ -68,7 +69,7 @@ func TestRetryJustBeforeResultExpiresIsReplayed(t *testing.T) {
 		for _, at := range []time.Duration{pc.retryWindow, ttl - time.Minute} {
 			m.FastForward(at - hs.clock.Now().Sub(fixedNow))
 			hs.clock.Advance(at - hs.clock.Now().Sub(fixedNow))
-			if resp := hs.deliver(t, d); resp.Headers[ReplayedHeader] != "true" {
+			if resp := hs.deliver(t, d); resp.Headers[idemhttp.HeaderReplayed] != "true" {
 				t.Fatalf("retry %v after the first delivery: status %d, not replayed", at, resp.StatusCode)
 			}
 		}
@@ -80,7 +81,7 @@ func TestRetryJustBeforeResultExpiresIsReplayed(t *testing.T) {
 		// stands between a late retry and a second execution.
 		m.FastForward(2 * time.Minute)
 		hs.clock.Advance(2 * time.Minute)
-		if resp := hs.deliver(t, d); resp.Headers[ReplayedHeader] != "" {
+		if resp := hs.deliver(t, d); resp.Headers[idemhttp.HeaderReplayed] != "" {
 			t.Fatalf("delivery after the TTL was replayed")
 		}
 		if n := hs.sink.attempts(); n != 2 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/webhook"
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
@@ -29,7 +30,7 @@ func TestEveryPresetExecutesOnceThenReplays(t *testing.T) {
 			wantStatus(t, first, 200, "")
 			second := hs.deliver(t, d)
 			wantStatus(t, second, 200, "")
-			if second.Headers[ReplayedHeader] != "true" || second.Body != first.Body {
+			if second.Headers[idemhttp.HeaderReplayed] != "true" || second.Body != first.Body {
 				t.Fatalf("second attempt %d %v %s, want the first's answer replayed", second.StatusCode, second.Headers, second.Body)
 			}
 			sent := hs.sink.sent()
@@ -165,7 +166,7 @@ func TestHMACProviderIsConfiguredBySettings(t *testing.T) {
 	}
 	req := apiRequest(t, webhook.HMACPresetName, body, signed.Headers)
 	wantStatus(t, hs.do(t, req), 200, "")
-	if r := hs.do(t, req); r.Headers[ReplayedHeader] != "true" {
+	if r := hs.do(t, req); r.Headers[idemhttp.HeaderReplayed] != "true" {
 		t.Fatalf("second delivery %d %v, want a replay", r.StatusCode, r.Headers)
 	}
 	if sent := hs.sink.sent(); len(sent) != 1 || sent[0].ID != "evt_hmac_1" {
