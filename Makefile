@@ -24,15 +24,16 @@ build: deps
 	$(GO) build ./...
 
 # Local API on 127.0.0.1:3000 serving every route of template.yaml, on embedded Redis unless
-# REDIS_URL is set. The webhook routes are those of the template's default WebhookProviders;
-# PROVIDERS=all serves every provider the template can deploy, PROVIDERS=Stripe,Twilio a choice.
-PROVIDERS ?=
+# REDIS_URL is set. It serves every webhook provider the template can deploy; PROVIDERS=Stripe,Twilio
+# a choice, PROVIDERS= (empty) the template's default WebhookProviders.
+PROVIDERS ?= all
 run: deps
 	$(GO) run ./cmd/localapi $(if $(PROVIDERS),-providers '$(PROVIDERS)')
 
-# Sign and post sample events: make send PROVIDER=stripe URL=http://127.0.0.1:3000 N=10
+# Sign and post sample events: make send PROVIDER=stripe URL=http://127.0.0.1:3000 N=10; PROVIDER=all
+# sends to every provider route make run serves (the same PROVIDERS).
 send: deps
-	$(GO) run ./cmd/send -provider $(PROVIDER) -url $(URL) -n $(N)
+	$(GO) run ./cmd/send -provider $(PROVIDER) -url $(URL) -n $(N) $(if $(PROVIDERS),-providers '$(PROVIDERS)')
 
 # Regenerate the signed sample events in events/ with a fresh timestamp and the development secrets.
 events: deps

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/cmd/events/samples"
+	"github.com/idemlambda/idem/cmd/localapi/devapi"
 	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/webhook"
@@ -23,8 +24,11 @@ import (
 
 // options are the command line.
 type options struct {
-	provider  string
-	template  string // the template whose webhook routes -provider all sends to
+	provider string
+	template string // the template whose webhook routes -provider all sends to
+	// providers is the template's WebhookProviders for -provider all, as the local API takes
+	// it: empty for the template's default, devapi.AllProviders for every provider.
+	providers string
 	url       string
 	n         int
 	secret    string
@@ -211,7 +215,7 @@ func build(o options, now time.Time) ([]request, error) {
 		if o.secret != "" || o.eventID != "" || hasPath {
 			return nil, errors.New("-provider all takes a base -url and each provider's development secret: leave out -secret, -event-id and the URL path")
 		}
-		if providers, err = templateProviders(o.template); err != nil {
+		if providers, err = templateProviders(o.template, o.providers); err != nil {
 			return nil, err
 		}
 	} else if _, ok := webhook.Lookup(o.provider); !ok {
@@ -254,11 +258,19 @@ func publicURL(target string) string {
 	return u.String()
 }
 
-// templateProviders lists the presets whose webhook functions the template at path declares,
-// in template order: the routes `make run` serves. A function configured with hmac is left
-// out: its settings, which the sender does not know, say how it signs.
-func templateProviders(path string) ([]string, error) {
-	t, err := samtemplate.Load(path)
+// templateProviders lists the presets whose webhook functions the template at path declares
+// for the WebhookProviders list chosen (as the local API's -providers takes it), in template
+// order: the routes `make run -providers` serves. A function configured with hmac is left out:
+// its settings, which the sender does not know, say how it signs.
+func templateProviders(path, chosen string) ([]string, error) {
+	var params map[string]string
+	if chosen != "" {
+		var err error
+		if params, err = devapi.ResolveParameters(path, map[string]string{devapi.ProvidersParameter: chosen}); err != nil {
+			return nil, fmt.Errorf("-providers: %w", err)
+		}
+	}
+	t, err := samtemplate.LoadWithParameters(path, params)
 	if err != nil {
 		return nil, fmt.Errorf("-provider all reads the routes of %s: %w", path, err)
 	}

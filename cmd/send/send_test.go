@@ -26,11 +26,26 @@ func startLocalAPI(t *testing.T) string {
 // startLocalAPIOf serves the routes of the template at path in-process, on the embedded Redis.
 func startLocalAPIOf(t *testing.T, path string) string {
 	t.Helper()
+	return startLocalAPIWith(t, path, "")
+}
+
+// startLocalAPIWith serves the template at path for the WebhookProviders list chosen, as
+// make run -providers does ("" for the template's default).
+func startLocalAPIWith(t *testing.T, path, chosen string) string {
+	t.Helper()
+	var params map[string]string
+	if chosen != "" {
+		var err error
+		if params, err = devapi.ResolveParameters(path, map[string]string{devapi.ProvidersParameter: chosen}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	api, err := devapi.New(context.Background(), devapi.Config{
-		Template:  path,
-		Getenv:    func(string) string { return "" },
-		LogOutput: io.Discard,
-		AccessLog: io.Discard,
+		Template:   path,
+		Parameters: params,
+		Getenv:     func(string) string { return "" },
+		LogOutput:  io.Discard,
+		AccessLog:  io.Discard,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +66,14 @@ func defaults(url string) options {
 }
 
 func TestEveryProviderExecutesOnceAndReplaysTheDuplicates(t *testing.T) {
-	for _, template := range []string{"../../template.yaml", testTemplate} {
-		t.Run(template, func(t *testing.T) {
-			o := defaults(startLocalAPIOf(t, template))
-			o.provider, o.n, o.template = "all", 5, template
-			want, err := templateProviders(template)
+	for _, c := range []struct{ template, providers string }{
+		{"../../template.yaml", ""}, {"../../template.yaml", devapi.AllProviders}, {testTemplate, ""},
+	} {
+		template := c.template
+		t.Run(template+" "+c.providers, func(t *testing.T) {
+			o := defaults(startLocalAPIWith(t, template, c.providers))
+			o.provider, o.n, o.template, o.providers = "all", 5, template, c.providers
+			want, err := templateProviders(template, c.providers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +103,7 @@ func TestEveryProviderExecutesOnceAndReplaysTheDuplicates(t *testing.T) {
 // TestAllSendsToEveryPresetOfTheTemplate: the test template routes every preset, and
 // -provider all signs for each of them.
 func TestAllSendsToEveryPresetOfTheTemplate(t *testing.T) {
-	got, err := templateProviders(testTemplate)
+	got, err := templateProviders(testTemplate, "")
 	if err != nil {
 		t.Fatal(err)
 	}
