@@ -285,41 +285,65 @@ func setDefault[T comparable](p *T, v T) {
 	}
 }
 
-func (o *options) apply(r *redis.Options, s Settings) {
-	setDefault(&r.DialTimeout, o.dialTimeout)
-	setDefault(&r.ReadTimeout, o.readTimeout)
-	setDefault(&r.WriteTimeout, o.writeTimeout)
-	setDefault(&r.MaxRetries, DefaultMaxRetries)
-	setDefault(&r.MinRetryBackoff, minRetryBackoff)
-	setDefault(&r.MaxRetryBackoff, maxRetryBackoff)
-	setDefault(&r.PoolSize, poolSize(s))
-	setDefault(&r.ConnMaxIdleTime, DefaultConnMaxIdleTime)
-	setDefault(&r.PipelinePoolSize, -1)
+// clientFields points at the fields redis.Options and redis.ClusterOptions share (the two
+// types have no common one), so that one function gives both clients the same defaults.
+type clientFields struct {
+	dialTimeout, readTimeout, writeTimeout *time.Duration
+	minRetryBackoff, maxRetryBackoff       *time.Duration
+	connMaxIdleTime                        *time.Duration
+	maxRetries, poolSize, pipelinePoolSize *int
+	dialerRetries                          *int
+	contextTimeoutEnabled, disableIdentity *bool
+	maintNotifications                     **maintnotifications.Config
+	tls                                    *tls.Config
+}
+
+// applyShared sets the defaults every client gets; maxRetries is the one that differs: a
+// cluster client retries through redirects, and -1 leaves that to MaxRedirects.
+func (o *options) applyShared(f clientFields, s Settings, maxRetries int) {
+	setDefault(f.dialTimeout, o.dialTimeout)
+	setDefault(f.readTimeout, o.readTimeout)
+	setDefault(f.writeTimeout, o.writeTimeout)
+	setDefault(f.maxRetries, maxRetries)
+	setDefault(f.minRetryBackoff, minRetryBackoff)
+	setDefault(f.maxRetryBackoff, maxRetryBackoff)
+	setDefault(f.poolSize, poolSize(s))
+	setDefault(f.connMaxIdleTime, DefaultConnMaxIdleTime)
+	setDefault(f.pipelinePoolSize, -1)
 	// The command retry re-dials; dial retries on top would multiply the time to fail.
-	setDefault(&r.DialerRetries, 1)
-	r.ContextTimeoutEnabled = true
-	r.DisableIdentity = true
-	r.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	o.applyTLS(r.TLSConfig)
+	setDefault(f.dialerRetries, 1)
+	*f.contextTimeoutEnabled = true
+	*f.disableIdentity = true
+	*f.maintNotifications = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	o.applyTLS(f.tls)
+}
+
+func (o *options) apply(r *redis.Options, s Settings) {
+	o.applyShared(clientFields{
+		dialTimeout: &r.DialTimeout, readTimeout: &r.ReadTimeout, writeTimeout: &r.WriteTimeout,
+		minRetryBackoff: &r.MinRetryBackoff, maxRetryBackoff: &r.MaxRetryBackoff,
+		connMaxIdleTime: &r.ConnMaxIdleTime,
+		maxRetries:      &r.MaxRetries, poolSize: &r.PoolSize, pipelinePoolSize: &r.PipelinePoolSize,
+		dialerRetries:         &r.DialerRetries,
+		contextTimeoutEnabled: &r.ContextTimeoutEnabled, disableIdentity: &r.DisableIdentity,
+		maintNotifications: &r.MaintNotificationsConfig,
+		tls:                r.TLSConfig,
+	}, s, DefaultMaxRetries)
 }
 
 func (o *options) applyCluster(r *redis.ClusterOptions, s Settings) {
-	setDefault(&r.DialTimeout, o.dialTimeout)
-	setDefault(&r.ReadTimeout, o.readTimeout)
-	setDefault(&r.WriteTimeout, o.writeTimeout)
-	setDefault(&r.MaxRetries, -1)
 	setDefault(&r.MaxRedirects, DefaultMaxRedirects)
-	setDefault(&r.MinRetryBackoff, minRetryBackoff)
-	setDefault(&r.MaxRetryBackoff, maxRetryBackoff)
-	setDefault(&r.PoolSize, poolSize(s))
-	setDefault(&r.ConnMaxIdleTime, DefaultConnMaxIdleTime)
-	setDefault(&r.PipelinePoolSize, -1)
-	setDefault(&r.DialerRetries, 1)
 	r.ReadOnly = false
-	r.ContextTimeoutEnabled = true
-	r.DisableIdentity = true
-	r.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	o.applyTLS(r.TLSConfig)
+	o.applyShared(clientFields{
+		dialTimeout: &r.DialTimeout, readTimeout: &r.ReadTimeout, writeTimeout: &r.WriteTimeout,
+		minRetryBackoff: &r.MinRetryBackoff, maxRetryBackoff: &r.MaxRetryBackoff,
+		connMaxIdleTime: &r.ConnMaxIdleTime,
+		maxRetries:      &r.MaxRetries, poolSize: &r.PoolSize, pipelinePoolSize: &r.PipelinePoolSize,
+		dialerRetries:         &r.DialerRetries,
+		contextTimeoutEnabled: &r.ContextTimeoutEnabled, disableIdentity: &r.DisableIdentity,
+		maintNotifications: &r.MaintNotificationsConfig,
+		tls:                r.TLSConfig,
+	}, s, -1)
 }
 
 // applyTLS completes the TLS config go-redis's URL parsers make for rediss://, which sets the
