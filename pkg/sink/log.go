@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"time"
 )
 
 // Log writes each event as one JSON line:
@@ -29,32 +28,16 @@ func NewLog(w io.Writer) *Log {
 	return &Log{w: w}
 }
 
+// logLine is the envelope with the payload under "body" rather than "payload".
 type logLine struct {
-	Provider   string          `json:"provider"`
-	ID         string          `json:"id"`
-	DeliveryID string          `json:"delivery_id,omitempty"`
-	Type       string          `json:"type"`
-	ObjectID   string          `json:"object_id"`
-	ReceivedAt time.Time       `json:"received_at,omitzero"`
-	Signed     []string        `json:"signed"`
-	Unsigned   []string        `json:"unsigned,omitempty"`
-	Body       json.RawMessage `json:"body"`
+	eventMeta
+	Body json.RawMessage `json:"body"`
 }
 
 // Send writes e as one line. It returns an error if the body is not JSON or
 // the write fails.
 func (l *Log) Send(_ context.Context, e Event) error {
-	b, err := json.Marshal(logLine{
-		Provider:   e.Provider,
-		ID:         e.ID,
-		DeliveryID: e.DeliveryID,
-		Type:       e.Type,
-		ObjectID:   e.ObjectID,
-		ReceivedAt: e.ReceivedAt.UTC(),
-		Signed:     e.Signed(),
-		Unsigned:   e.Unsigned,
-		Body:       rawJSON(e.Body),
-	})
+	b, err := json.Marshal(logLine{eventMeta: metaOf(e), Body: rawJSON(e.Body)})
 	if err != nil {
 		return fmt.Errorf("sink: encode %s event %s for log: %w", e.Provider, e.ID, err)
 	}

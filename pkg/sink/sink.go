@@ -88,19 +88,25 @@ var ErrTooLarge = errors.New("sink: event too large for destination")
 // The signed and unsigned members say which of the others a consumer can
 // trust as the provider's (see Event.Signed and Event.Unsigned).
 type envelope struct {
-	Provider   string          `json:"provider"`
-	ID         string          `json:"id"`
-	DeliveryID string          `json:"delivery_id,omitempty"`
-	Type       string          `json:"type"`
-	ObjectID   string          `json:"object_id"`
-	ReceivedAt time.Time       `json:"received_at,omitzero"`
-	Signed     []string        `json:"signed"`
-	Unsigned   []string        `json:"unsigned,omitempty"`
-	Payload    json.RawMessage `json:"payload"`
+	eventMeta
+	Payload json.RawMessage `json:"payload"`
 }
 
-func encodeEnvelope(e Event) ([]byte, error) {
-	b, err := json.Marshal(envelope{
+// eventMeta is the metadata every encoding of an event carries, in this order, before the
+// provider's payload.
+type eventMeta struct {
+	Provider   string    `json:"provider"`
+	ID         string    `json:"id"`
+	DeliveryID string    `json:"delivery_id,omitempty"`
+	Type       string    `json:"type"`
+	ObjectID   string    `json:"object_id"`
+	ReceivedAt time.Time `json:"received_at,omitzero"`
+	Signed     []string  `json:"signed"`
+	Unsigned   []string  `json:"unsigned,omitempty"`
+}
+
+func metaOf(e Event) eventMeta {
+	return eventMeta{
 		Provider:   e.Provider,
 		ID:         e.ID,
 		DeliveryID: e.DeliveryID,
@@ -109,8 +115,11 @@ func encodeEnvelope(e Event) ([]byte, error) {
 		ReceivedAt: e.ReceivedAt.UTC(),
 		Signed:     e.Signed(),
 		Unsigned:   e.Unsigned,
-		Payload:    rawJSON(e.Body),
-	})
+	}
+}
+
+func encodeEnvelope(e Event) ([]byte, error) {
+	b, err := json.Marshal(envelope{eventMeta: metaOf(e), Payload: rawJSON(e.Body)})
 	if err != nil {
 		return nil, fmt.Errorf("sink: encode %s event %s: %w", e.Provider, e.ID, err)
 	}
