@@ -47,7 +47,6 @@ package handler
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,6 +64,7 @@ import (
 	"github.com/idemlambda/idem/pkg/ledger"
 	"github.com/idemlambda/idem/pkg/obs"
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/redisguard"
 )
 
 // FunctionName is the function attribute of every log line and the EMF dimension "function".
@@ -212,20 +212,15 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		}
 	}
 
-	client := o.redis
-	if client == nil {
-		var ropts []redisconn.Option
-		if awsCfg != nil {
-			ropts = append(ropts, redisconn.WithAWSConfig(*awsCfg))
+	rc := redisguard.Config{Client: o.redis, AWS: awsCfg, RedisOptions: o.redisOpts,
+		GuardOptions: append(guardOpts, o.guardOpts...)}
+	if rc.Client == nil {
+		if rc.Settings, err = redisconn.SettingsFromEnv(getenv); err != nil {
+			return nil, fmt.Errorf("payments: redis: %w", err)
 		}
-		ropts = append(ropts, o.redisOpts...)
-		if h.conn, err = redisFromEnv(ctx, getenv, ropts...); err != nil {
-			return nil, err
-		}
-		client = h.conn.Client
 	}
-	if h.guard, err = idem.New(client, append(guardOpts, o.guardOpts...)...); err != nil {
-		return nil, fmt.Errorf("payments: idempotency guard: %w", errors.Join(err, h.Close()))
+	if h.guard, h.conn, err = redisguard.Open(ctx, rc); err != nil {
+		return nil, fmt.Errorf("payments: %w", err)
 	}
 	if o.ledger == nil && s.ledger == LedgerMemory && s.insideLambda {
 		h.logger.Warn("payments are kept in this execution environment's memory only",

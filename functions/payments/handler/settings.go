@@ -17,7 +17,6 @@ import (
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/ledger"
 	"github.com/idemlambda/idem/pkg/obs"
-	"github.com/idemlambda/idem/pkg/redisconn"
 	"github.com/idemlambda/idem/pkg/setting"
 )
 
@@ -170,20 +169,6 @@ func logLevelFromEnv(getenv func(string) string) (slog.Level, error) {
 		return 0, setting.Errorf(obs.EnvLogLevel, "%q is not one of debug, info, warn, error", getenv(obs.EnvLogLevel))
 	}
 	return l, nil
-}
-
-// redisFromEnv opens the Redis client described by REDIS_* (lazily: nothing is dialled). A bad
-// setting is redisconn's *setting.Error, wrapped.
-func redisFromEnv(ctx context.Context, getenv func(string) string, opts ...redisconn.Option) (*redisconn.Conn, error) {
-	s, err := redisconn.SettingsFromEnv(getenv)
-	if err != nil {
-		return nil, fmt.Errorf("payments: redis: %w", err)
-	}
-	conn, err := redisconn.Open(ctx, s, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("payments: redis: %w", err)
-	}
-	return conn, nil
 }
 
 // awsConfigFromEnv loads the AWS SDK configuration the standard way (config.LoadDefaultConfig),
