@@ -1,7 +1,6 @@
 package redisconn
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -10,9 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 // startTLSRedisServer starts a private redis-server that serves only TLS, with the test PKI's
@@ -48,7 +48,7 @@ func startTLSRedisServer(t *testing.T, pki *testPKI, password string) string {
 			"--appendonly", "no",
 			"--dir", dir,
 		)
-		out := &lockedBuffer{}
+		out := &testsupport.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start redis-server: %v", err)
@@ -95,23 +95,6 @@ func waitListening(addr string, exited <-chan struct{}, within time.Duration) bo
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestRedissAgainstRealRedisServerWithTLS(t *testing.T) {

@@ -1,16 +1,16 @@
 package sink
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 var receivedAt = time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)
@@ -57,26 +57,8 @@ func envMap(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-// lockedBuffer is an io.Writer safe to share with a sink under test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestLogSinkWritesOneJSONLinePerEventWithBodyEmbedded(t *testing.T) {
-	var out lockedBuffer
+	var out testsupport.Buffer
 	s, err := FromEnv(context.Background(), envMap(nil), &out)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +109,7 @@ func TestLogSinkWritesOneJSONLinePerEventWithBodyEmbedded(t *testing.T) {
 }
 
 func TestLogSinkRejectsBodyThatIsNotJSON(t *testing.T) {
-	var out lockedBuffer
+	var out testsupport.Buffer
 	e := testEvent()
 	e.Body = []byte("not json")
 	if err := NewLog(&out).Send(context.Background(), e); err == nil {
@@ -220,7 +202,7 @@ func TestEveryEnvelopeSaysWhichMembersWereSigned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out lockedBuffer
+		var out testsupport.Buffer
 		if err := NewLog(&out).Send(context.Background(), tc.e); err != nil {
 			t.Fatal(err)
 		}
