@@ -52,14 +52,14 @@ func runBatchSuite(t *testing.T, b backend) {
 
 func testBatchRoundTrips(t *testing.T, b backend) {
 	c := b.newClient(t)
-	trips := &sentCounter{}
+	trips := &testsupport.CommandCounter{}
 	c.AddHook(trips)
 	g := b.guard(t, c)
 	ctx := context.Background()
 	var runs sync.Map
 	// Warm: every node compiles the scripts, as the first batches of an environment do.
 	g.DoBatch(ctx, batchOf("warm", &runs, ids("w", 30)...), nil)
-	trips.trips.Store(0)
+	trips.RoundTrips.Store(0)
 
 	batch := batchOf("batch", &runs, ids("new", 10)...)
 	outs, errs := g.DoBatch(ctx, batch, nil)
@@ -68,17 +68,17 @@ func testBatchRoundTrips(t *testing.T, b backend) {
 			t.Fatalf("item %d: %v, %v, %d round trips; want executed in 2", i, o.Kind, errs[i], o.RoundTrips)
 		}
 	}
-	if n := trips.trips.Load(); n != 2 {
+	if n := trips.RoundTrips.Load(); n != 2 {
 		t.Fatalf("a batch of 10 new keys took %d round trips, want 2", n)
 	}
-	trips.trips.Store(0)
+	trips.RoundTrips.Store(0)
 	outs, errs = g.DoBatch(ctx, batch, nil)
 	for i, o := range outs {
 		if o.Kind != Replayed || errs[i] != nil || string(o.Result.Body) != "done new-"+fmt.Sprint(i) || o.RoundTrips != 1 {
 			t.Fatalf("item %d replayed: %v, %v, %q, %d round trips", i, o.Kind, errs[i], o.Result.Body, o.RoundTrips)
 		}
 	}
-	if n := trips.trips.Load(); n != 1 {
+	if n := trips.RoundTrips.Load(); n != 1 {
 		t.Fatalf("a batch of 10 replays took %d round trips, want 1", n)
 	}
 	runs.Range(func(id, n any) bool {
@@ -244,23 +244,23 @@ func TestBatchOnRedisCluster(t *testing.T) { runBatchSuite(t, clusterBackend(t))
 // sent again with the scripts' source: one more round trip, once.
 func TestBatchAfterScriptFlushSendsTheSourceAgain(t *testing.T) {
 	c := testsupport.StartRedis(t).NewClient()
-	trips := &sentCounter{}
+	trips := &testsupport.CommandCounter{}
 	c.AddHook(trips)
 	g, _ := New(c)
 	ctx := context.Background()
 	var runs sync.Map
 	g.DoBatch(ctx, batchOf("flush", &runs, ids("a", 4)...), nil)
 	c.ScriptFlush(ctx)
-	trips.trips.Store(0)
+	trips.RoundTrips.Store(0)
 	outs, errs := g.DoBatch(ctx, batchOf("flush", &runs, ids("b", 4)...), nil)
 	for i, o := range outs {
 		if o.Kind != Executed || o.RoundTrips != 3 {
 			t.Fatalf("item %d: %v %v in %d round trips, want executed in 3", i, o.Kind, errs[i], o.RoundTrips)
 		}
 	}
-	trips.trips.Store(0)
+	trips.RoundTrips.Store(0)
 	g.DoBatch(ctx, batchOf("flush", &runs, ids("c", 4)...), nil)
-	if n := trips.trips.Load(); n != 2 {
+	if n := trips.RoundTrips.Load(); n != 2 {
 		t.Fatalf("next batch: %d round trips, want 2", n)
 	}
 }

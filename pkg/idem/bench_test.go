@@ -18,7 +18,7 @@ import (
 
 type benchConn struct {
 	*redis.Client
-	sent *sentCounter
+	sent *testsupport.CommandCounter
 }
 
 func benchClient(b *testing.B) benchConn {
@@ -28,7 +28,7 @@ func benchClient(b *testing.B) benchConn {
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		b.Fatal(err)
 	}
-	sent := &sentCounter{}
+	sent := &testsupport.CommandCounter{}
 	c.AddHook(sent)
 	return benchConn{c, sent}
 }
@@ -47,15 +47,15 @@ func serverCalls(b *testing.B, c benchConn) int64 {
 // measure runs fn b.N times and reports the commands per operation, sent and executed.
 func measure(b *testing.B, c benchConn, fn func(i int)) {
 	before := serverCalls(b, c)
-	sentBefore, tripsBefore := c.sent.n.Load(), c.sent.trips.Load()
+	sentBefore, tripsBefore := c.sent.Commands.Load(), c.sent.RoundTrips.Load()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		fn(i)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(c.sent.n.Load()-sentBefore)/float64(b.N), "cmds/op")
-	b.ReportMetric(float64(c.sent.trips.Load()-tripsBefore)/float64(b.N), "round-trips/op")
+	b.ReportMetric(float64(c.sent.Commands.Load()-sentBefore)/float64(b.N), "cmds/op")
+	b.ReportMetric(float64(c.sent.RoundTrips.Load()-tripsBefore)/float64(b.N), "round-trips/op")
 	b.ReportMetric(float64(serverCalls(b, c)-before-1)/float64(b.N), "server-cmds/op")
 }
 

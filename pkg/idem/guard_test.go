@@ -46,25 +46,6 @@ func (l *commandLog) take() []string {
 	return names
 }
 
-// sentCounter counts the commands a client sends, and its round trips.
-type sentCounter struct{ n, trips atomic.Int64 }
-
-func (s *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (s *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		s.n.Add(1)
-		s.trips.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (s *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		s.n.Add(int64(len(cmds)))
-		s.trips.Add(1)
-		return next(ctx, cmds)
-	}
-}
-
 func TestRoundTripBudget(t *testing.T) {
 	for _, srv := range []struct {
 		name string

@@ -171,7 +171,7 @@ func TestWrapKeepsTheRoundTripBudget(t *testing.T) {
 	testsupport.SharedRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: testsupport.SharedRedisAddr()})
 	defer c.Close()
-	trips := &sentCounter{}
+	trips := &testsupport.CommandCounter{}
 	c.AddHook(trips)
 	g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)+"idem"))
 	if err != nil {
@@ -195,9 +195,9 @@ func TestWrapKeepsTheRoundTripBudget(t *testing.T) {
 		in    order
 		trips int64
 	}{{"first call", order{ID: "new"}, 2}, {"replay", order{ID: "new"}, 1}, {"in-progress duplicate", order{ID: "held"}, 1}} {
-		trips.trips.Store(0)
+		trips.RoundTrips.Store(0)
 		_, err := charge(ctx, tc.in)
-		if got := trips.trips.Load(); got != tc.trips {
+		if got := trips.RoundTrips.Load(); got != tc.trips {
 			t.Errorf("%s: %d round trips (%v), want %d", tc.name, got, err, tc.trips)
 		}
 	}

@@ -20,7 +20,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	testsupport.SharedRedis(b)
 	client := redis.NewClient(&redis.Options{Addr: testsupport.SharedRedisAddr()})
 	b.Cleanup(func() { client.Close() })
-	counter := &commandCounter{}
+	counter := &testsupport.CommandCounter{}
 	client.AddHook(counter)
 	g, err := idem.New(client, idem.WithPrefix(testsupport.UniquePrefix(b)+"idemhttp"))
 	if err != nil {
@@ -41,11 +41,11 @@ func BenchmarkMiddleware(b *testing.B) {
 	run := func(b *testing.B, name string, call func(i int)) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
-			before := counter.n.Load()
+			before := counter.RoundTrips.Load()
 			for i := 0; b.Loop(); i++ {
 				call(i)
 			}
-			b.ReportMetric(float64(counter.n.Load()-before)/float64(b.N), "round-trips/op")
+			b.ReportMetric(float64(counter.RoundTrips.Load()-before)/float64(b.N), "round-trips/op")
 		})
 	}
 	run(b, "first/middleware", func(i int) { serveHTTP(h, "m-first-"+strconv.Itoa(i), `{"sku":"tea"}`) })

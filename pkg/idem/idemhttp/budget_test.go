@@ -3,7 +3,6 @@ package idemhttp_test
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -13,26 +12,6 @@ import (
 	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
-// commandCounter counts the commands a client sends, each one a round trip (the guard's single
-// calls use no pipeline).
-type commandCounter struct{ n atomic.Int64 }
-
-func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
-
 // The middleware adds no Redis command to the core's: 2 round trips for a first request, 1 for
 // a replay, 1 for a duplicate in progress, 2 for a failure, counted as the client sends them.
 func TestMiddlewareKeepsTheCoreRoundTripBudget(t *testing.T) {
@@ -40,7 +19,7 @@ func TestMiddlewareKeepsTheCoreRoundTripBudget(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: testsupport.SharedRedisAddr()})
 	t.Cleanup(func() { client.Close() })
 	client.Ping(context.Background()) // dial outside the counted calls
-	counter := &commandCounter{}
+	counter := &testsupport.CommandCounter{}
 	client.AddHook(counter)
 	g, err := idem.New(client, idem.WithPrefix(testsupport.UniquePrefix(t)+"idemhttp"))
 	if err != nil {
@@ -65,9 +44,9 @@ func TestMiddlewareKeepsTheCoreRoundTripBudget(t *testing.T) {
 	}))
 	step := func(name, key string, want int64) {
 		t.Helper()
-		before := counter.n.Load()
+		before := counter.RoundTrips.Load()
 		serveHTTP(h, key, "{}")
-		if got := counter.n.Load() - before; got != want {
+		if got := counter.RoundTrips.Load() - before; got != want {
 			t.Errorf("%s: %d round trips, want %d", name, got, want)
 		}
 	}
@@ -79,11 +58,11 @@ func TestMiddlewareKeepsTheCoreRoundTripBudget(t *testing.T) {
 	done := make(chan struct{})
 	go func() { serveHTTP(h, "slow", "{}"); close(done) }()
 	<-started // the first request holds the claim
-	before := counter.n.Load()
+	before := counter.RoundTrips.Load()
 	if a := serveHTTP(h, "slow", "{}"); a.Code != http.StatusConflict {
 		t.Errorf("duplicate in progress answered %d, want 409", a.Code)
 	}
-	if got := counter.n.Load() - before; got != 1 {
+	if got := counter.RoundTrips.Load() - before; got != 1 {
 		t.Errorf("duplicate in progress: %d round trips, want 1", got)
 	}
 	close(release)
