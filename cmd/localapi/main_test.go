@@ -75,15 +75,7 @@ func post(t *testing.T, url string, headers map[string]string, body []byte) answ
 
 func roundTrip(t *testing.T, req *http.Request) answer {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := testsupport.RoundTrip(t, req)
 	return answer{resp.StatusCode, resp.Header, body}
 }
 

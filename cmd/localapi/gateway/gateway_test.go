@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemlambda/idem/cmd/localapi/gateway"
 	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 // recorder is a handler that keeps the last event and answers with what respond returns.
@@ -71,20 +72,6 @@ func start(t *testing.T, routes []samtemplate.Route, fns ...gateway.Function) st
 	return srv.URL
 }
 
-func do(t *testing.T, req *http.Request) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, body
-}
-
 func TestRequestBecomesTheV2EventTheGatewaySends(t *testing.T) {
 	rec := newRecorder(ok)
 	url := start(t, []samtemplate.Route{route("Payments", "GET", "/payments/{id}")},
@@ -96,7 +83,7 @@ func TestRequestBecomesTheV2EventTheGatewaySends(t *testing.T) {
 	req.Header.Set("User-Agent", "test-agent/1.0")
 	req.Header.Add("Cookie", "a=1; b=2")
 	before := time.Now()
-	resp, _ := do(t, req)
+	resp, _ := testsupport.RoundTrip(t, req)
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
@@ -165,7 +152,7 @@ func TestBinaryBodyTravelsBase64AndRoundTrips(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest("POST", url+"/echo", bytes.NewReader(tc.body))
 			req.Header.Set("Content-Type", tc.contentType)
-			resp, got := do(t, req)
+			resp, got := testsupport.RoundTrip(t, req)
 			ev := <-rec.events
 			if ev.IsBase64Encoded != tc.base64 {
 				t.Errorf("isBase64Encoded %v, want %v", ev.IsBase64Encoded, tc.base64)
@@ -202,7 +189,7 @@ func TestUnmatchedRequestIsNotFoundLikeTheGateway(t *testing.T) {
 		{"POST", "/"},
 	} {
 		req, _ := http.NewRequest(tc.method, url+tc.path, nil)
-		resp, body := do(t, req)
+		resp, body := testsupport.RoundTrip(t, req)
 		if resp.StatusCode != 404 || string(body) != `{"message":"Not Found"}` || resp.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("%s %s: %d %s %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
@@ -241,7 +228,7 @@ func TestFailedInvocationIsInternalServerError(t *testing.T) {
 	for _, f := range fns {
 		t0 := time.Now()
 		req, _ := http.NewRequest("POST", url+"/"+f.Name, nil)
-		resp, body := do(t, req)
+		resp, body := testsupport.RoundTrip(t, req)
 		if resp.StatusCode != 500 || string(body) != `{"message":"Internal Server Error"}` {
 			t.Errorf("%s: %d %q", f.Name, resp.StatusCode, body)
 		}
@@ -265,7 +252,7 @@ func TestInvocationHasTheFunctionTimeoutAndALambdaContext(t *testing.T) {
 	}}
 	url := start(t, []samtemplate.Route{route("Fn", "ANY", "/x")}, fn)
 	req, _ := http.NewRequest("DELETE", url+"/x", nil)
-	do(t, req)
+	testsupport.RoundTrip(t, req)
 	s := <-got
 	if s.remaining > 7*time.Second || s.remaining < 6*time.Second {
 		t.Errorf("remaining time %s, want about the function's 7s timeout", s.remaining)
@@ -287,7 +274,7 @@ func TestResponseHeadersCookiesAndStatusAreWritten(t *testing.T) {
 	}}
 	url := start(t, []samtemplate.Route{route("Fn", "POST", "/x")}, fn)
 	req, _ := http.NewRequest("POST", url+"/x", nil)
-	resp, body := do(t, req)
+	resp, body := testsupport.RoundTrip(t, req)
 	if resp.StatusCode != 409 || resp.Header.Get("Retry-After") != "3" || string(body) != `{"error":{}}` {
 		t.Errorf("%d %v %q", resp.StatusCode, resp.Header, body)
 	}
