@@ -116,9 +116,7 @@ func TestConcurrentRequestsFromSeparateEnvironmentsCreateOnePayment(t *testing.T
 		t.Fatalf("%d final answers, want 24", len(finals))
 	}
 	wantOnePayment(t, finals)
-	if n := spy.created.Load(); n != 1 {
-		t.Fatalf("%d payments written, want 1", n)
-	}
+	spy.wantWritten(t, 1)
 	t.Logf("%d answers were 409 before their replay", conflicts)
 }
 
@@ -156,9 +154,7 @@ func TestRetryAfterRedisLostTheRecordAnswersWithTheOriginalPayment(t *testing.T)
 	if p := wantCreated(t, do(t, h, post(t, "lost-1", body1999EUR)), true); p.ID != original.ID {
 		t.Fatalf("payment %s, want %s", p.ID, original.ID)
 	}
-	if n := spy.created.Load(); n != 1 {
-		t.Fatalf("%d payments written, want 1", n)
-	}
+	spy.wantWritten(t, 1)
 }
 
 func TestRedisLosingAClaimWhileTheWorkRunsStillCreatesOnePayment(t *testing.T) {
@@ -187,9 +183,7 @@ func TestRedisLosingAClaimWhileTheWorkRunsStillCreatesOnePayment(t *testing.T) {
 	<-spy.entered // b claimed the key anew: both are about to write the payment
 	close(spy.release)
 	wantOnePayment(t, []events.APIGatewayV2HTTPResponse{<-results, <-results})
-	if n := spy.created.Load(); n != 1 {
-		t.Fatalf("%d payments written, want 1", n)
-	}
+	spy.wantWritten(t, 1)
 }
 
 func TestRedisUnreachableGets503AndWritesNothing(t *testing.T) {

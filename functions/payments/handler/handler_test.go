@@ -90,9 +90,7 @@ func TestSameKeyWithADifferentBodyIsRejectedWith422(t *testing.T) {
 	if again := do(t, h, post(t, "reuse-1", body1999EUR)); again.Body != first.Body {
 		t.Fatalf("replay after mismatches: %s", again.Body)
 	}
-	if n := spy.created.Load(); n != 1 {
-		t.Fatalf("%d payments written, want 1", n)
-	}
+	spy.wantWritten(t, 1)
 }
 
 func TestRetryWhileTheFirstIsInProgressGets409WithRetryAfter(t *testing.T) {
@@ -315,9 +313,7 @@ func TestPrincipalsNeverShareKeysOrPayments(t *testing.T) {
 	wantError(t, do(t, h, as("alice", get(t, anon.ID))), 404, "not_found")
 	// Without an identity nobody reads anything, not even as a shared principal.
 	wantError(t, do(t, h, get(t, alice.ID)), 401, "unauthenticated")
-	if n := spy.created.Load(); n != 3 {
-		t.Fatalf("%d payments written, want 3", n)
-	}
+	spy.wantWritten(t, 3)
 }
 
 func TestLedgerFailureGets500AndTheRetryRunsAgain(t *testing.T) {
@@ -332,9 +328,7 @@ func TestLedgerFailureGets500AndTheRetryRunsAgain(t *testing.T) {
 	}
 	// The claim was released and nothing cached: the retry creates the payment.
 	wantCreated(t, do(t, h, post(t, "fail-1", body1999EUR)), false)
-	if n := spy.created.Load(); n != 1 {
-		t.Fatalf("%d payments written, want 1", n)
-	}
+	spy.wantWritten(t, 1)
 }
 
 func TestPaymentIDCollisionDrawsANewID(t *testing.T) {

@@ -183,6 +183,14 @@ var errLedgerDown = errors.New("ledger down")
 
 func newSpyLedger(l ledger.Ledger) *spyLedger { return &spyLedger{Ledger: l} }
 
+// wantWritten stops the test unless exactly want payments were written.
+func (s *spyLedger) wantWritten(t *testing.T, want int64) {
+	t.Helper()
+	if n := s.created.Load(); n != want {
+		t.Fatalf("%d payments written, want %d", n, want)
+	}
+}
+
 func (s *spyLedger) Create(ctx context.Context, key string, p ledger.Payment) (ledger.Payment, error) {
 	s.calls.Add(1)
 	if s.entered != nil {
