@@ -275,3 +275,10 @@ func TestCloseTwiceReturnsTheFirstResult(t *testing.T) {
 		t.Fatalf("Ping after Close = %v, want redis.ErrClosed", err)
 	}
 }
+
+func TestClosingANilConnDoesNothing(t *testing.T) {
+	var c *Conn
+	if err := c.Close(); err != nil {
+		t.Fatalf("nil Conn Close = %v, want nil", err)
+	}
+}

@@ -154,8 +154,12 @@ type Conn struct {
 // Addr returns the host:port the client connects to (the first seed node in cluster mode).
 func (c *Conn) Addr() string { return c.addr }
 
-// Close closes the client. Calls after the first return the first call's result.
+// Close closes the client. Calls after the first return the first call's result. Closing a
+// nil *Conn does nothing, so an owner that may not have opened one can close it as it is.
 func (c *Conn) Close() error {
+	if c == nil {
+		return nil
+	}
 	c.closeOnce.Do(func() {
 		if err := c.Client.Close(); err != nil {
 			c.closeErr = fmt.Errorf("redisconn: close client: %w", err)

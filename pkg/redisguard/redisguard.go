@@ -46,10 +46,7 @@ func Open(ctx context.Context, c Config) (guard *idem.Guard, conn *redisconn.Con
 		client = conn.Client
 	}
 	if guard, err = idem.New(client, c.GuardOptions...); err != nil {
-		if conn != nil {
-			err = errors.Join(err, conn.Close())
-		}
-		return nil, nil, fmt.Errorf("idempotency guard: %w", err)
+		return nil, nil, fmt.Errorf("idempotency guard: %w", errors.Join(err, conn.Close()))
 	}
 	return guard, conn, nil
 }

@@ -233,9 +233,6 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 // WithRedis is left open. Calling Close again returns the first
 // call's result.
 func (h *Handler) Close() error {
-	if h.conn == nil {
-		return nil
-	}
 	if err := h.conn.Close(); err != nil {
 		return fmt.Errorf("payments: close: %w", err)
 	}
