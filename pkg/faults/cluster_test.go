@@ -215,51 +215,47 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	var unacked atomic.Int32
 	var numEvents, numPayments atomic.Int32
 	var generators sync.WaitGroup
-	generators.Go(func() {
-		tick := time.NewTicker(eventEvery)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
+	// generate makes, every period until stop, a new item i: it counts it in n, and runs the
+	// delivery that newItem returns for it once per copy c, the copies at once.
+	generate := func(every time.Duration, n *atomic.Int32, newItem func(i int) (deliver func(c int))) {
+		generators.Go(func() {
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				n.Add(1)
+				deliver := newItem(i)
+				for c := range copies {
+					chains.Go(func() { deliver(c) })
+				}
 			}
-			numEvents.Add(1)
-			ev := newEvent(fmt.Sprintf("evt_cluster_%d", i))
-			for c := range copies {
-				chains.Go(func() {
-					if !hooks.deliver(context.Background(), (i+c)%environments, ev, retryEvery, giveUp) {
-						unacked.Add(1)
-					}
-				})
+		})
+	}
+	generate(eventEvery, &numEvents, func(i int) func(c int) {
+		ev := newEvent(fmt.Sprintf("evt_cluster_%d", i))
+		return func(c int) {
+			if !hooks.deliver(context.Background(), (i+c)%environments, ev, retryEvery, giveUp) {
+				unacked.Add(1)
 			}
 		}
 	})
-	generators.Go(func() {
-		tick := time.NewTicker(paymentEvery)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
+	generate(paymentEvery, &numPayments, func(i int) func(c int) {
+		key := fmt.Sprintf("order-%d", i)
+		return func(c int) {
+			deadline := time.Now().Add(giveUp)
+			wait := retryEvery
+			for k := 0; time.Now().Before(deadline); k++ {
+				if pay((i+c+k)%environments, key).status == 201 {
+					return
+				}
+				time.Sleep(wait)
+				wait = min(2*wait, maxRetry)
 			}
-			numPayments.Add(1)
-			key := fmt.Sprintf("order-%d", i)
-			for c := range copies {
-				chains.Go(func() {
-					deadline := time.Now().Add(giveUp)
-					wait := retryEvery
-					for k := 0; time.Now().Before(deadline); k++ {
-						if pay((i+c+k)%environments, key).status == 201 {
-							return
-						}
-						time.Sleep(wait)
-						wait = min(2*wait, maxRetry)
-					}
-					unacked.Add(1)
-				})
-			}
+			unacked.Add(1)
 		}
 	})
 

@@ -55,13 +55,7 @@ func TestSlowRedisDeadlinesHold(t *testing.T) {
 		defer proxy.SetLatency(0, 0)
 		evs := stream(t, f, "evt_latency", 16, 4, 150*time.Millisecond, 300*time.Millisecond, nil)
 		attempts, xs := rec.snapshot()
-		checkGuarded(t, xs)
-		perEvent := byEvent(xs)
-		for _, ev := range evs {
-			if n := len(perEvent[ev.id]); n != 1 {
-				t.Errorf("event %s executed %d times; want 1", ev.id, n)
-			}
-		}
+		checkOnceEach(t, xs, evs)
 		counts := tally(attempts)
 		if counts["unavailable"] > 0 || counts["failed"] > 0 {
 			t.Errorf("latency below the timeouts caused failures: %s", formatCounts(counts))
@@ -128,13 +122,7 @@ func TestSlowRedisDeadlinesHold(t *testing.T) {
 		wg.Wait()
 		recovered := time.Since(ended)
 		attempts, xs := rec.snapshot()
-		checkGuarded(t, xs)
-		perEvent := byEvent(xs)
-		for _, ev := range evs {
-			if c := len(perEvent[ev.id]); c != 1 {
-				t.Errorf("event %s executed %d times after the fault; want 1", ev.id, c)
-			}
-		}
+		checkOnceEach(t, xs, evs)
 		if int(acked.Load()) != n {
 			t.Errorf("%d of %d events acknowledged after the fault", acked.Load(), n)
 		}
@@ -206,6 +194,19 @@ func droppedConnections(t *testing.T, f *fleet, rec *recorder, proxy *testsuppor
 
 // checkGuarded fails the test for every execution that started without its in-progress claim in
 // Redis.
+// checkOnceEach fails the test unless every execution held its claim and each of evs was
+// executed exactly once.
+func checkOnceEach(t *testing.T, xs []execution, evs []event) {
+	t.Helper()
+	checkGuarded(t, xs)
+	perEvent := byEvent(xs)
+	for _, ev := range evs {
+		if n := len(perEvent[ev.id]); n != 1 {
+			t.Errorf("event %s executed %d times; want 1", ev.id, n)
+		}
+	}
+}
+
 func checkGuarded(t *testing.T, xs []execution) {
 	t.Helper()
 	for _, x := range xs {
