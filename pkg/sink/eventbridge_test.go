@@ -60,13 +60,7 @@ func (f *fakeEventBridge) seen() []putEventsRequest {
 
 func eventBridgeSinkFromEnv(t *testing.T, f *fakeEventBridge) Sink {
 	t.Helper()
-	awsTestEnv(t)
-	t.Setenv("AWS_ENDPOINT_URL_EVENTBRIDGE", f.URL)
-	s, err := FromEnv(context.Background(), envMap(map[string]string{EnvSink: "eventbridge", EnvEventBus: "webhooks-bus"}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return sinkFromEnv(t, "AWS_ENDPOINT_URL_EVENTBRIDGE", f.URL, map[string]string{EnvSink: "eventbridge", EnvEventBus: "webhooks-bus"})
 }
 
 func TestEventBridgePutsOneEntryWithSourceTypeAndEnvelope(t *testing.T) {

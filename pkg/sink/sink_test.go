@@ -53,6 +53,19 @@ func awsTestEnv(t *testing.T) {
 	}
 }
 
+// sinkFromEnv builds the sink env describes the way a function does, with the service's AWS
+// endpoint (endpointVar, an AWS_ENDPOINT_URL_<SERVICE> variable) pointed at url.
+func sinkFromEnv(t *testing.T, endpointVar, url string, env map[string]string) Sink {
+	t.Helper()
+	awsTestEnv(t)
+	t.Setenv(endpointVar, url)
+	s, err := FromEnv(context.Background(), envMap(env), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func envMap(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }

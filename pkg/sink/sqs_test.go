@@ -87,13 +87,7 @@ func (f *fakeSQS) seen() []sqsRequest {
 // overridden by AWS_ENDPOINT_URL_SQS.
 func sqsSinkFromEnv(t *testing.T, f *fakeSQS, queueURL string) Sink {
 	t.Helper()
-	awsTestEnv(t)
-	t.Setenv("AWS_ENDPOINT_URL_SQS", f.URL)
-	s, err := FromEnv(context.Background(), envMap(map[string]string{EnvSink: "sqs", EnvQueueURL: queueURL}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return sinkFromEnv(t, "AWS_ENDPOINT_URL_SQS", f.URL, map[string]string{EnvSink: "sqs", EnvQueueURL: queueURL})
 }
 
 func checkSQSCall(t *testing.T, req sqsRequest, queueURL string, e Event) {
