@@ -219,20 +219,15 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	// delivery that newItem returns for it once per copy c, the copies at once.
 	generate := func(every time.Duration, n *atomic.Int32, newItem func(i int) (deliver func(c int))) {
 		generators.Go(func() {
-			tick := time.NewTicker(every)
-			defer tick.Stop()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-				}
+			i := 0
+			everyUntil(stop, every, func() {
 				n.Add(1)
 				deliver := newItem(i)
 				for c := range copies {
 					chains.Go(func() { deliver(c) })
 				}
-			}
+				i++
+			})
 		})
 	}
 	generate(eventEvery, &numEvents, func(i int) func(c int) {

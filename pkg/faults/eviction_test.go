@@ -89,20 +89,13 @@ func testEviction(t *testing.T, policy string) {
 	var writer sync.WaitGroup
 	var written, refused int
 	writer.Go(func() {
-		tick := time.NewTicker(fillEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				if admin.Set(ctx, "other:"+strconv.Itoa(fillerKeys+written+refused), filler, 0).Err() != nil {
-					refused++
-				} else {
-					written++
-				}
+		everyUntil(stop, fillEvery, func() {
+			if admin.Set(ctx, "other:"+strconv.Itoa(fillerKeys+written+refused), filler, 0).Err() != nil {
+				refused++
+			} else {
+				written++
 			}
-		}
+		})
 	})
 	parallel(numEvents, inFlight, func(i int) {
 		var wg sync.WaitGroup

@@ -321,6 +321,20 @@ func (f *fleet) notStored() map[string]int {
 	return n
 }
 
+// everyUntil calls f every period until stop is closed, and returns then.
+func everyUntil(stop <-chan struct{}, every time.Duration, f func()) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			f()
+		}
+	}
+}
+
 // byEvent groups executions by event id.
 func byEvent(xs []execution) map[string][]execution {
 	m := map[string][]execution{}

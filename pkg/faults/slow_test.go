@@ -155,19 +155,10 @@ func droppedConnections(t *testing.T, f *fleet, rec *recorder, proxy *testsuppor
 	t.Helper()
 	stop := make(chan struct{})
 	var drops atomic.Int32
-	go func() {
-		tick := time.NewTicker(15 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				proxy.Drop()
-				drops.Add(1)
-			}
-		}
-	}()
+	go everyUntil(stop, 15*time.Millisecond, func() {
+		proxy.Drop()
+		drops.Add(1)
+	})
 	evs := stream(t, f, "evt_drops", 60, 4, 20*time.Millisecond, 100*time.Millisecond, stop)
 	attempts, xs := rec.snapshot()
 	checkGuarded(t, xs)
