@@ -19,6 +19,7 @@ import (
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/redisconn"
 	"github.com/idemlambda/idem/pkg/sink"
+	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
@@ -38,31 +39,13 @@ const lambdaTimeout = 30 * time.Second
 
 // measurer runs paths against the server and counts the Redis commands each one costs.
 type measurer struct {
-	srv  *redisServer
-	s    settings
-	run  string      // makes every key of this run new
-	sent sentCounter // commands sent by every client this measurer opened
-}
-
-// sentCounter is a go-redis hook counting the commands a client sends: its round trips, since
-// nothing here pipelines. INFO commandstats counts more for a Lua script: the EVALSHA and each
-// command the script calls.
-type sentCounter struct{ n atomic.Int64 }
-
-func (c *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
+	srv *redisServer
+	s   settings
+	run string // makes every key of this run new
+	// sent counts the commands every client this measurer opened sends: its round trips,
+	// since nothing here pipelines. INFO commandstats counts more for a Lua script: the
+	// EVALSHA and each command the script calls.
+	sent testsupport.CommandCounter
 }
 
 // sequential calls call(0..n-1) one after the other and summarises latencies, throughput and
@@ -77,7 +60,7 @@ func (m *measurer) concurrent(ctx context.Context, n, workers int, call func(i i
 	if err != nil {
 		return Phase{}, err
 	}
-	sentBefore := m.sent.n.Load()
+	sentBefore := m.sent.Commands.Load()
 	lat := make([]time.Duration, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -113,7 +96,7 @@ func (m *measurer) concurrent(ctx context.Context, n, workers int, call func(i i
 	p.RPS = float64(n) / wall.Seconds()
 	p.Workers = workers
 	p.perRequest(commandDelta(before, after), n)
-	p.SentPerReq = float64(m.sent.n.Load()-sentBefore) / float64(n)
+	p.SentPerReq = float64(m.sent.Commands.Load()-sentBefore) / float64(n)
 	return p, nil
 }
 

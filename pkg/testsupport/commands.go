@@ -2,20 +2,27 @@ package testsupport
 
 import (
 	"context"
+	"net"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// CommandCounter is a go-redis hook (add it with AddHook) counting what a client sends:
-// Commands counts every command, each one of a pipeline included; RoundTrips counts a single
-// command or a whole pipeline once. Read and reset both with their atomic methods.
+// CommandCounter is a go-redis hook (add it with AddHook) counting what a client does:
+// Commands counts every command sent, each one of a pipeline included; RoundTrips counts a
+// single command or a whole pipeline once; Dials counts new connections. Read and reset them
+// with their atomic methods.
 type CommandCounter struct {
-	Commands, RoundTrips atomic.Int64
+	Commands, RoundTrips, Dials atomic.Int64
 }
 
-// DialHook returns next unchanged: dialling sends no command.
-func (c *CommandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+// DialHook counts one dial.
+func (c *CommandCounter) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c.Dials.Add(1)
+		return next(ctx, network, addr)
+	}
+}
 
 // ProcessHook counts one command and one round trip.
 func (c *CommandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

@@ -393,3 +393,35 @@ func TestDynaliteAnswersDynamoDBRequests(t *testing.T) {
 		t.Errorf("a fresh dynalite has tables %v", out.TableNames)
 	}
 }
+
+func TestCommandCounterCountsCommandsRoundTripsAndDials(t *testing.T) {
+	m := testsupport.StartMiniredis(t)
+	// One connection, pipelines included (no pipeline pool), so that only the first command dials.
+	c := redis.NewClient(&redis.Options{Addr: m.Addr(), PoolSize: 1, PipelinePoolSize: -1})
+	defer c.Close()
+	var n testsupport.CommandCounter
+	c.AddHook(&n)
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n.Dials.Load() == 0 {
+		t.Fatal("the first command's connection was not counted as a dial")
+	}
+	n.Commands.Store(0)
+	n.RoundTrips.Store(0)
+	n.Dials.Store(0)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "k")
+		p.Get(ctx, "k")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := [3]int64{n.Commands.Load(), n.RoundTrips.Load(), n.Dials.Load()}; got != [3]int64{3, 2, 0} {
+		t.Fatalf("commands, round trips, dials = %v; want [3 2 0]", got)
+	}
+}
