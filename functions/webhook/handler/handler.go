@@ -62,13 +62,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/pkg/apigw"
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/obs"
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/redisguard"
 	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/sink"
 	"github.com/idemlambda/idem/pkg/webhook"
@@ -202,19 +202,13 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		logger:    logger,
 		now:       o.now,
 	}
-	var client redis.UniversalClient = o.redis
-	if client == nil {
-		redisOpts := o.redisOpts
-		if awsCfg != nil {
-			redisOpts = append([]redisconn.Option{redisconn.WithAWSConfig(*awsCfg)}, redisOpts...)
-		}
-		if h.conn, err = redisconn.Open(ctx, redisSettings, redisOpts...); err != nil {
-			return nil, fmt.Errorf("webhook: %w", err)
-		}
-		client = h.conn.Client
-	}
-	if h.guard, err = idem.New(client, append(idemOpts, o.guardOpts...)...); err != nil {
-		_ = h.Close()
+	if h.guard, h.conn, err = redisguard.Open(ctx, redisguard.Config{
+		Client:       o.redis,
+		Settings:     redisSettings,
+		AWS:          awsCfg,
+		RedisOptions: o.redisOpts,
+		GuardOptions: append(idemOpts, o.guardOpts...),
+	}); err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	logger.Debug("webhook handler ready", "provider", h.name, "route", h.route,
@@ -225,9 +219,6 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 // Close releases what New built: the Redis client. A client given with WithRedis is left
 // open. Calls after the first return the first's result.
 func (h *Handler) Close() error {
-	if h.conn == nil {
-		return nil
-	}
 	if err := h.conn.Close(); err != nil {
 		return fmt.Errorf("webhook: close: %w", err)
 	}
