@@ -22,9 +22,11 @@ var errNotRun = errors.New("idem: the batch did not run this item")
 // DoBatch does for every item what Do does for one, with the same per-key semantics (owner
 // token, fingerprint, replay, in progress, mismatch, release after a failure), but with the round
 // trips of the whole batch shared: every claim goes out in one pipelined round trip, and every
-// completion and release in one more. On a cluster a pipeline costs one round trip per node
-// that holds a key of the batch, the nodes being asked in parallel. A batch of new keys therefore
-// costs 2 round trips whatever its size; a batch of replays 1.
+// completion and release in one more. On a client of one node (*redis.Client) that one more is a
+// single call of the finish script for all the batch's keys; on other clients, whose keys hash to
+// different slots and nodes, it is a pipeline of one script call per key, which on a cluster costs
+// one round trip per node that holds a key of the batch, the nodes being asked in parallel. A
+// batch of new keys therefore costs 2 round trips whatever its size; a batch of replays 1.
 //
 // The works of the items claimed run through run. It is given the indexes of those items in
 // ascending order and a function work that runs item i's work and returns its error (nil when
