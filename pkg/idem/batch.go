@@ -22,9 +22,11 @@ var errNotRun = errors.New("idem: the batch did not run this item")
 // DoBatch does for every item what Do does for one, with the same per-key semantics (owner
 // token, fingerprint, replay, in progress, mismatch, release after a failure), but with the round
 // trips of the whole batch shared: every claim goes out in one pipelined round trip, and every
-// completion and release in one more. On a cluster a pipeline costs one round trip per node
-// that holds a key of the batch, the nodes being asked in parallel. A batch of new keys therefore
-// costs 2 round trips whatever its size; a batch of replays 1.
+// completion and release in one more. On a client of one node (*redis.Client) that one more is a
+// single call of the finish script for all the batch's keys; on other clients, whose keys hash to
+// different slots and nodes, it is a pipeline of one script call per key, which on a cluster costs
+// one round trip per node that holds a key of the batch, the nodes being asked in parallel. A
+// batch of new keys therefore costs 2 round trips whatever its size; a batch of replays 1.
 //
 // The works of the items claimed run through run. It is given the indexes of those items in
 // ascending order and a function work that runs item i's work and returns its error (nil when
@@ -151,11 +153,20 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 		}
 		finish = append(finish, i)
 	}
+	ns := make([]int64, len(items))
+	ferrs := make([]error, len(items))
 	if len(finish) > 0 {
-		trips += g.finishBatch(storeContext(ctx), calls, finish, werrs, replies)
+		if _, single := g.client.(*redis.Client); single {
+			trips += g.finishOnOneNode(storeContext(ctx), calls, finish, werrs, ns, ferrs)
+		} else {
+			trips += g.finishBatch(storeContext(ctx), calls, finish, werrs, replies)
+			for _, i := range finish {
+				ns[i], ferrs[i] = replies[i].Int64()
+			}
+		}
 	}
 	for _, i := range finish {
-		n, err := replies[i].Int64()
+		n, err := ns[i], ferrs[i]
 		if werrs[i] != nil {
 			outs[i], errs[i] = released(outs[i], werrs[i], n, err)
 		} else {
@@ -166,6 +177,39 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 		outs[i].RoundTrips = trips
 	}
 	return outs, errs
+}
+
+// finishOnOneNode completes or releases every item of finish with one call of the finish script,
+// on a client that talks to one node: 1 round trip, 2 after NOSCRIPT. It leaves each item's
+// reply, as complete.lua or release.lua would give it, in ns and errs, and returns the round
+// trips it took. A cluster cannot take it: a multi-key script needs all its keys in one slot,
+// and the keys of a batch hash to different slots.
+func (g *Guard) finishOnOneNode(ctx context.Context, calls []call, finish []int, werrs []error, ns []int64, errs []error) int {
+	keys := make([]string, len(finish))
+	args := make([]any, 1, 1+2*len(finish))
+	args[0] = g.opts.resultTTL.Milliseconds()
+	for j, i := range finish {
+		c := &calls[i]
+		keys[j] = c.rk
+		var rec []byte // empty: release the claim
+		if werrs[i] == nil {
+			rec = c.result
+		}
+		args = append(args, c.owner(), rec)
+	}
+	cmd, trips := g.scripts.call(ctx, finishScript, keys, args...)
+	replies, err := cmd.Int64Slice()
+	if err == nil && len(replies) != len(finish) {
+		err = fmt.Errorf("idem: finish script: %d replies for %d keys", len(replies), len(finish))
+	}
+	for j, i := range finish {
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ns[i] = replies[j]
+	}
+	return trips
 }
 
 // finishBatch sends the complete script for every item of finish whose work succeeded and the

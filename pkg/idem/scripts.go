@@ -14,9 +14,12 @@ var (
 	completeSource string
 	//go:embed release.lua
 	releaseSource string
+	//go:embed finish.lua
+	finishSource string
 
 	completeScript = redis.NewScript(completeSource)
 	releaseScript  = redis.NewScript(releaseSource)
+	finishScript   = redis.NewScript(finishSource)
 )
 
 // Replies of the scripts.
@@ -41,17 +44,23 @@ type scriptRunner struct {
 // EVAL after NOSCRIPT (a failover, SCRIPT FLUSH, another cluster node). It returns the script's
 // reply and the number of round trips it took.
 func (r *scriptRunner) run(ctx context.Context, s *redis.Script, keys []string, args ...any) (int64, int, error) {
+	cmd, trips := r.call(ctx, s, keys, args...)
+	n, err := cmd.Int64()
+	return n, trips, err
+}
+
+// call is run for any reply: it returns the script's command and the round trips it took.
+func (r *scriptRunner) call(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, int) {
 	if !r.known(s) {
-		n, err := s.Eval(ctx, r.client, keys, args...).Int64()
-		r.learn(s, err)
-		return n, 1, err
+		cmd := s.Eval(ctx, r.client, keys, args...)
+		r.learn(s, cmd.Err())
+		return cmd, 1
 	}
-	n, err := s.EvalSha(ctx, r.client, keys, args...).Int64()
-	if err == nil || !isNoScript(err) {
-		return n, 1, err
+	cmd := s.EvalSha(ctx, r.client, keys, args...)
+	if err := cmd.Err(); err == nil || !isNoScript(err) {
+		return cmd, 1
 	}
-	n, err = s.Eval(ctx, r.client, keys, args...).Int64()
-	return n, 2, err
+	return s.Eval(ctx, r.client, keys, args...), 2
 }
 
 // known reports whether a server already compiled s for this runner.
