@@ -274,7 +274,7 @@ func TestBatchOfTenCommandsOnOneNode(t *testing.T) {
 	srv := testsupport.StartRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { c.Close() })
-	sent := &sentCounter{}
+	sent := &testsupport.CommandCounter{}
 	c.AddHook(sent)
 	g, err := New(c)
 	if err != nil {
@@ -291,8 +291,8 @@ func TestBatchOfTenCommandsOnOneNode(t *testing.T) {
 	}
 	g.DoBatch(ctx, batch("warm"), nil) // the server compiles the script
 	before := testsupport.CommandStats(t, c)
-	sent.n.Store(0)
-	sent.trips.Store(0)
+	sent.Commands.Store(0)
+	sent.RoundTrips.Store(0)
 	outs, errs := g.DoBatch(ctx, batch("counted"), nil)
 	after := testsupport.CommandStats(t, c)
 	for i, o := range outs {
@@ -301,7 +301,7 @@ func TestBatchOfTenCommandsOnOneNode(t *testing.T) {
 		}
 	}
 	// The second INFO is counted by the hook too: 1 round trip, 1 command.
-	if trips, n := sent.trips.Load()-1, sent.n.Load()-1; trips != 2 || n != 11 {
+	if trips, n := sent.RoundTrips.Load()-1, sent.Commands.Load()-1; trips != 2 || n != 11 {
 		t.Errorf("a batch of 10 new keys took %d round trips and %d commands, want 2 and 11", trips, n)
 	}
 	want := map[string]int64{"set": 20, "get": 10, "evalsha": 1, "info": 1}
