@@ -321,20 +321,18 @@ func (g *Guard) remember(rk string, fp Fingerprint, r Result, expiresAt time.Tim
 	g.cache.Add(rk, cachedResult{fingerprint: fp, result: r, expiresAt: expiresAt})
 }
 
-// runWork runs work, turning a panic into an error that carries the panic's value and stack,
-// and a success that arrives after the context ended into a failure: the claim may already be
-// someone else's, so it is not stored.
+// runWork runs work, turning a panic into an error that carries the panic's value and stack.
+// A success that arrives after the work's context ended is still a success: the work's effect has
+// most likely happened, so releasing the claim would make the next retry run it a second time.
+// The completion stores it only if the claim is still ours (the script compares the owner
+// token); if it expired or passed to another owner meanwhile, the outcome is LockLost.
 func runWork(ctx context.Context, work Work) (res Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 		}
 	}()
-	res, err = work(ctx)
-	if err == nil && ctx.Err() != nil {
-		err = fmt.Errorf("work finished after its deadline: %w", context.Cause(ctx))
-	}
-	return res, err
+	return work(ctx)
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -83,6 +83,7 @@ func runSuite(t *testing.T, b backend) {
 	t.Run("InProgressDuplicateIsRefused", func(t *testing.T) { testInProgressDuplicateIsRefused(t, b) })
 	t.Run("DifferentPayloadIsMismatch", func(t *testing.T) { testDifferentPayloadIsMismatch(t, b) })
 	t.Run("FailureReleasesClaimAndCachesNothing", func(t *testing.T) { testFailureReleasesClaim(t, b) })
+	t.Run("SuccessAfterTheDeadlineIsStoredWhileTheClaimIsOurs", func(t *testing.T) { testSuccessAfterTheDeadlineIsStored(t, b) })
 	t.Run("ExpiredClaimIsNotOverwrittenByLateOwner", func(t *testing.T) { testExpiredClaimIsNotOverwrittenByLateOwner(t, b) })
 	t.Run("LateFailureDoesNotReleaseNewOwnersClaim", func(t *testing.T) { testLateFailureDoesNotReleaseNewOwnersClaim(t, b) })
 	t.Run("ConcurrentEnvironmentsExecuteOnce", func(t *testing.T) { testConcurrentEnvironmentsExecuteOnce(t, b) })
@@ -175,10 +176,6 @@ func testFailureReleasesClaim(t *testing.T, b backend) {
 			<-ctx.Done()
 			return Result{}, ctx.Err()
 		},
-		"late success": func(ctx context.Context) (Result, error) {
-			<-ctx.Done()
-			return Result{Status: 200}, nil
-		},
 		"too large": func(context.Context) (Result, error) {
 			return Result{Status: 200, Body: make([]byte, maxResultSize+1)}, nil
 		},
@@ -201,7 +198,7 @@ func testFailureReleasesClaim(t *testing.T, b backend) {
 				if !strings.Contains(err.Error(), "panic: boom") || !strings.Contains(err.Error(), "runtime/debug.Stack") {
 					t.Fatalf("panic and its stack not reported: %v", err)
 				}
-			case "deadline", "late success":
+			case "deadline":
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("deadline not reported: %v", err)
 				}
@@ -216,6 +213,29 @@ func testFailureReleasesClaim(t *testing.T, b backend) {
 				t.Fatalf("retry after %s: %v, %v", name, out.Kind, err)
 			}
 		})
+	}
+}
+
+// testSuccessAfterTheDeadlineIsStored: work that ignores its cancelled context and succeeds has
+// most likely had its effect; while the claim is still ours the result is stored, so the retry
+// is a replay rather than a second execution.
+func testSuccessAfterTheDeadlineIsStored(t *testing.T, b backend) {
+	g := b.guard(t, b.newClient(t))
+	key := Key{Scope: "late", ID: "evt_late_success"}
+	fp := FingerprintOf(nil)
+	wctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	out, err := g.Do(wctx, key, fp, func(ctx context.Context) (Result, error) {
+		<-ctx.Done()
+		return Result{Status: 200, Body: []byte("late")}, nil
+	})
+	if out.Kind != Executed || err != nil {
+		t.Fatalf("late success: %v, %v; want Executed, its result stored", out.Kind, err)
+	}
+	var ran bool
+	out, err = g.Do(context.Background(), key, fp, func(context.Context) (Result, error) { ran = true; return Result{}, nil })
+	if out.Kind != Replayed || err != nil || ran || string(out.Result.Body) != "late" {
+		t.Fatalf("retry after a late success: %v, %v, ran=%v, body %q; want the late result replayed", out.Kind, err, ran, out.Result.Body)
 	}
 }
 
@@ -306,7 +326,7 @@ func testLateFailureDoesNotReleaseNewOwnersClaim(t *testing.T, b backend) {
 			return Result{Status: 200}, nil
 		})
 		<-bClaimed
-		return Result{Status: 200}, nil // ...and A reports success too late.
+		return Result{}, errors.New("stuck") // ...and A fails too late.
 	})
 	if out.Kind != Failed || !strings.Contains(fmt.Sprint(err), "another owner") {
 		t.Fatalf("A: %v, %v; want Failed with a release refused because another owner holds the key", out.Kind, err)

@@ -38,12 +38,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/idem/idemsqs"
 	"github.com/idemlambda/idem/pkg/obs"
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/redisguard"
 )
 
 // Scope is the idempotency key scope of the consumer's records.
@@ -127,20 +127,19 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	h := &Handler{logger: obs.NewLogger(o.logOut, s.level, s.function)}
-	var client redis.UniversalClient = o.redis
-	if client == nil {
-		settings, err := redisconn.SettingsFromEnv(getenv)
-		if err != nil {
+	settings := redisconn.Settings{}
+	if o.redis == nil {
+		if settings, err = redisconn.SettingsFromEnv(getenv); err != nil {
 			return nil, fmt.Errorf("consumer: %w", err)
 		}
-		if h.conn, err = redisconn.Open(ctx, settings, o.redisOpts...); err != nil {
-			return nil, fmt.Errorf("consumer: %w", err)
-		}
-		client = h.conn.Client
 	}
-	guard, err := idem.New(client, append(idemOpts, o.guardOpts...)...)
-	if err != nil {
-		_ = h.Close()
+	var guard *idem.Guard
+	if guard, h.conn, err = redisguard.Open(ctx, redisguard.Config{
+		Client:       o.redis,
+		Settings:     settings,
+		RedisOptions: o.redisOpts,
+		GuardOptions: append(idemOpts, o.guardOpts...),
+	}); err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	process := o.process
@@ -178,9 +177,6 @@ func fingerprintOf(msg events.SQSMessage) (idem.Fingerprint, error) {
 
 // Close releases what New built: the Redis client. A client given with WithRedis is left open.
 func (h *Handler) Close() error {
-	if h.conn == nil {
-		return nil
-	}
 	if err := h.conn.Close(); err != nil {
 		return fmt.Errorf("consumer: close: %w", err)
 	}
