@@ -42,6 +42,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemlambda/idem/pkg/apigw"
 )
 
 // DefaultTolerance is how far a signed timestamp may lie from the receiver's
@@ -118,19 +120,8 @@ func Names() []string {
 	return slices.Sorted(slices.Values(append(PresetNames(), HMACPresetName)))
 }
 
-// header returns the value of the header called name (lower-case). API
-// Gateway v2 lower-cases names already; a caller that did not is still served.
-func header(headers map[string]string, name string) string {
-	if v, ok := headers[name]; ok {
-		return v
-	}
-	for k, v := range headers {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
-}
+// header returns the value of the header called name (lower-case), as apigw.Header finds it.
+var header = apigw.Header
 
 // maxQuoted bounds the request text an error message quotes: the errors of
 // Verify and Event reach log lines, and request headers are the sender's (or
