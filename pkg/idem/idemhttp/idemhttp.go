@@ -224,7 +224,7 @@ func (m *Middleware) serve(ctx context.Context, r *Request, next func(context.Co
 		case handlerErr != nil:
 			return Response{}, handlerErr
 		case ran.Status != 0:
-			return ran, nil // not a success, or too late or too large to store: sent once
+			return ran, nil // not a success, or too large to store: sent once
 		}
 		return refusal(500, CodeInternal, "the request could not be completed; retry with the same idempotency key"), nil
 	}
