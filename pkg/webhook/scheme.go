@@ -321,6 +321,7 @@ type Verifier struct {
 	layout    []layoutPart
 	header    headerFormat
 	tolerance time.Duration
+	macSize   int      // the MAC length of the preset's algorithm, in bytes
 	keys      [][]byte // HMAC keys, or tokens
 	edKeys    []ed25519.PublicKey
 	ecKeys    []*ecdsa.PublicKey
@@ -349,7 +350,7 @@ func NewVerifier(p Preset, secrets []string, tolerance time.Duration) (*Verifier
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	v := &Verifier{preset: p, tolerance: p.Tolerance}
+	v := &Verifier{preset: p, tolerance: p.Tolerance, macSize: schemeHash(p.Algorithm)().Size()}
 	if tolerance > 0 {
 		v.tolerance = tolerance
 	}

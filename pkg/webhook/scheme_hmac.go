@@ -329,9 +329,6 @@ func schemeOr(s, def string) string {
 	return s
 }
 
-// macSize is the MAC length of the preset's algorithm.
-func (v *Verifier) macSize() int { return schemeHash(v.preset.Algorithm)().Size() }
-
 // verifyHMAC verifies the four HMAC families.
 func (v *Verifier) verifyHMAC(r Request) (int, error) {
 	p := v.preset
@@ -339,7 +336,7 @@ func (v *Verifier) verifyHMAC(r Request) (int, error) {
 	if raw == "" {
 		return -1, fmt.Errorf("%w: no %s header", ErrNotSigned, p.SignatureHeader)
 	}
-	sig, err := schemeParseSignature(raw, v.header, p.Prefix, p.Encoding, v.macSize())
+	sig, err := schemeParseSignature(raw, v.header, p.Prefix, p.Encoding, v.macSize)
 	if err != nil {
 		return -1, fmt.Errorf("%s: %w", p.SignatureHeader, err)
 	}

@@ -133,7 +133,7 @@ func (v *Verifier) verifyBodySignature(r Request) (int, error) {
 	if err := v.checkSignedTimestamp(ts, r.Now); err != nil {
 		return -1, err
 	}
-	sig, ok := schemeDecodeSig(sigText, p.Encoding, v.macSize())
+	sig, ok := schemeDecodeSig(sigText, p.Encoding, v.macSize)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s is not a %s MAC", ErrInvalidHeader, p.SignatureField, p.Encoding)
 	}
