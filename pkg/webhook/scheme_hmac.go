@@ -493,14 +493,16 @@ func schemeURLSpellings(rawURL string) []string {
 		out = append(out, noPort.String())
 		return out
 	}
-	port := map[string]string{"https": "443", "http": "80"}[u.Scheme]
-	if port != "" {
+	if port := defaultPorts[u.Scheme]; port != "" {
 		withPort := *u
 		withPort.Host = u.Host + ":" + port
 		out = append(out, withPort.String())
 	}
 	return out
 }
+
+// defaultPorts are the ports a URL of each scheme means when it names none.
+var defaultPorts = map[string]string{"https": "443", "http": "80"}
 
 // reservedDecoder decodes the percent-encodings HubSpot decodes before
 // signing a URL, in either hex case.
