@@ -78,9 +78,11 @@ func keyOf[In any](in In, key func(In) string, fingerprint func(In) (Fingerprint
 			return "", Fingerprint{}, err
 		}
 	}
-	id := hex.EncodeToString(whole[:])
+	var id string
 	if key != nil {
 		id = key(in)
+	} else {
+		id = hex.EncodeToString(whole[:])
 	}
 	fp := whole
 	if fingerprint != nil {
