@@ -169,9 +169,10 @@ func (c *Conn) Close() error {
 }
 
 // Open builds the client for s. It does not dial Redis (unless WithWarmUp asks it to, within a
-// bound): a Redis that is down costs nothing here and makes the first command fail fast instead. It does, when s asks for them, read
-// the Secrets Manager secret (bounded by SecretReadTimeout) and sign a first IAM auth token,
-// so a broken credential fails init rather than every request.
+// bound): a Redis that is down costs nothing here and makes the first command fail fast
+// instead. It does, when s asks for them, read the Secrets Manager secret (bounded by
+// SecretReadTimeout) and sign a first IAM auth token, so a broken credential fails init rather
+// than every request.
 //
 // The client's settings, unless REDIS_URL's query parameters say otherwise: DialTimeout
 // DefaultDialTimeout with one dial per attempt; ReadTimeout DefaultReadTimeout and
