@@ -338,7 +338,8 @@ func (h *Handler) forward(ctx context.Context, d webhook.Delivery, received time
 
 // receipt is the body of a 200 answer to a delivery, stored and replayed to every retry.
 // ID is the deduplication key; DeliveryID, set for senders whose delivery id is unsigned (GitHub,
-// Shopify), is the delivery id the first delivery came with (a replay under another id is answered with the first's).
+// Shopify), is the delivery id the first delivery came with (a replay under another id is
+// answered with the first's).
 type receipt struct {
 	Received   bool   `json:"received"`
 	ID         string `json:"id"`

@@ -188,8 +188,9 @@ func readSecret(ctx context.Context, client redisconn.SecretsClient, arn string)
 
 // refuseDevSecrets returns a *setting.Error naming variable when, inside Lambda and not under
 // sam local, one of secrets is a development secret: webhook.DevSecret of any preset, or for a
-// Standard Webhooks secret any encoding of the same key (webhook.IsDevSecret). Those secrets are published, so a deployed
-// function accepting one would run the work of anyone who reads the README.
+// Standard Webhooks secret any encoding of the same key (webhook.IsDevSecret). Those secrets
+// are published, so a deployed function accepting one would run the work of anyone who reads
+// the README.
 func refuseDevSecrets(s settings, secrets []string, variable string) error {
 	if !s.insideLambda || s.samLocal {
 		return nil
