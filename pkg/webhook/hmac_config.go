@@ -122,21 +122,21 @@ func HMACPresetFromEnv(getenv func(string) string) (Preset, error) {
 	if err != nil {
 		return Preset{}, setting.Errorf(HMACLayoutSetting, "%v", err)
 	}
-	if schemeLayoutUses(layout, "timestamp") && !signsTimestamp {
+	if schemeLayoutUses(layout, phTimestamp) && !signsTimestamp {
 		return Preset{}, setting.Errorf(HMACLayoutSetting, "{timestamp} needs %s or a header format with {timestamp}", HMACTimestampHeaderSetting)
 	}
-	if signsTimestamp && !schemeLayoutUses(layout, "timestamp") {
+	if signsTimestamp && !schemeLayoutUses(layout, phTimestamp) {
 		return Preset{}, setting.Errorf(HMACLayoutSetting, "a timestamp is configured but the layout does not sign it: add {timestamp}")
 	}
-	if schemeLayoutUses(layout, "id") != (p.IDHeader != "") {
+	if schemeLayoutUses(layout, phID) != (p.IDHeader != "") {
 		return Preset{}, setting.Errorf(HMACLayoutSetting, "{id} and %s go together", HMACIDHeaderSetting)
 	}
 	switch {
-	case schemeLayoutUses(layout, "url"):
+	case schemeLayoutUses(layout, phURL):
 		p.Family = FamilyURLHMAC
-	case schemeLayoutUses(layout, "id"):
+	case schemeLayoutUses(layout, phID):
 		p.Family = FamilyMessageHMAC
-	case schemeLayoutUses(layout, "timestamp"):
+	case schemeLayoutUses(layout, phTimestamp):
 		p.Family = FamilyTimestampHMAC
 	default:
 		p.Family = FamilyBodyHMAC

@@ -2,8 +2,6 @@ package webhook
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,7 +278,7 @@ func (v *Verifier) document(r Request) ([]byte, error) {
 			return nil, fmt.Errorf("%w: form body: %s", ErrBadPayload, quote(err.Error()))
 		}
 		doc = []byte(values.Get(p.FormPayloadField))
-	case form && schemeLayoutUses(v.layout, "form") && !json.Valid(r.Body):
+	case form && schemeLayoutUses(v.layout, phForm) && !json.Valid(r.Body):
 		values, err := url.ParseQuery(string(r.Body))
 		if err != nil {
 			return nil, fmt.Errorf("%w: form body: %s", ErrBadPayload, quote(err.Error()))
@@ -303,7 +301,7 @@ func (v *Verifier) document(r Request) ([]byte, error) {
 		return b, nil
 	}
 	if p.readsBody() || p.Handshake == HandshakeSlackURLVerification {
-		if _, err := decodeObject(doc); err != nil {
+		if err := checkObject(doc); err != nil {
 			return nil, err
 		}
 	}
@@ -313,8 +311,8 @@ func (v *Verifier) document(r Request) ([]byte, error) {
 // headerSigned reports whether the signature covers header name.
 func (v *Verifier) headerSigned(name string) bool {
 	p := v.preset
-	return (name == p.IDHeader && schemeLayoutUses(v.layout, "id")) ||
-		(name == p.TimestampHeader && schemeLayoutUses(v.layout, "timestamp"))
+	return (name == p.IDHeader && schemeLayoutUses(v.layout, phID)) ||
+		(name == p.TimestampHeader && schemeLayoutUses(v.layout, phTimestamp))
 }
 
 // digestID is "sha256:" and the hex SHA-256 of the signed content rendered
@@ -338,18 +336,13 @@ func (v *Verifier) digestID(r Request) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if schemeLayoutUses(v.layout, "url") {
-			u := schemeURLWithoutPort(r.URL)
-			if v.preset.URLDecodeReserved {
-				u = DecodeReservedURL(u)
-			}
-			vals.url = []byte(u)
+		if schemeLayoutUses(v.layout, phURL) {
+			vals[phURL] = v.signedURL(schemeURLWithoutPort(r.URL))
 		}
-		vals.body = body
+		vals[phBody] = body
 		content = renderLayout(v.layout, vals)
 	}
-	sum := sha256.Sum256(content)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return BodyDigestID(content), nil
 }
 
 // schemeOmit re-encodes a JSON body without the named members, at any

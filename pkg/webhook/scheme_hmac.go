@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -19,13 +20,33 @@ import (
 	"time"
 )
 
-// layoutPart is a literal (placeholder empty) or a placeholder of a Layout.
-type layoutPart struct {
-	literal     string
-	placeholder string
+// placeholder is a placeholder of a Layout, or literal for literal text.
+type placeholder int
+
+// The placeholders, in the order layoutPlaceholders names them.
+const (
+	literal placeholder = iota
+	phBody
+	phTimestamp
+	phID
+	phURL
+	phMethod
+	phForm
+	phToken
+	numPlaceholders
+)
+
+// layoutPlaceholders are the placeholders' names, as a Layout writes them
+// between braces.
+var layoutPlaceholders = [numPlaceholders]string{
+	phBody: "body", phTimestamp: "timestamp", phID: "id", phURL: "url", phMethod: "method", phForm: "form", phToken: "token",
 }
 
-var layoutPlaceholders = []string{"body", "timestamp", "id", "url", "method", "form", "token"}
+// layoutPart is literal text or a placeholder of a Layout.
+type layoutPart struct {
+	literal     string
+	placeholder placeholder
+}
 
 // schemeParseLayout splits a Layout into literals and placeholders.
 func schemeParseLayout(layout string) ([]layoutPart, error) {
@@ -48,46 +69,33 @@ func schemeParseLayout(layout string) ([]layoutPart, error) {
 			return nil, fmt.Errorf("layout %q: unclosed {", layout)
 		}
 		name := rest[open+1 : open+end]
-		if !slices.Contains(layoutPlaceholders, name) {
-			return nil, fmt.Errorf("layout %q: unknown placeholder {%s} (known: {%s})", layout, name, strings.Join(layoutPlaceholders, "}, {"))
+		ph := slices.Index(layoutPlaceholders[:], name)
+		if ph <= int(literal) {
+			return nil, fmt.Errorf("layout %q: unknown placeholder {%s} (known: {%s})", layout, name, strings.Join(layoutPlaceholders[literal+1:], "}, {"))
 		}
-		parts = append(parts, layoutPart{placeholder: name})
+		parts = append(parts, layoutPart{placeholder: placeholder(ph)})
 		rest = rest[open+end+1:]
 	}
 	return parts, nil
 }
 
-// schemeLayoutUses reports whether the layout has the placeholder name.
-func schemeLayoutUses(parts []layoutPart, name string) bool {
-	return slices.ContainsFunc(parts, func(p layoutPart) bool { return p.placeholder == name })
+// schemeLayoutUses reports whether the layout has the placeholder ph.
+func schemeLayoutUses(parts []layoutPart, ph placeholder) bool {
+	return slices.ContainsFunc(parts, func(p layoutPart) bool { return p.placeholder == ph })
 }
 
-// signedValues are what a layout's placeholders stand for in one request.
-type signedValues struct {
-	body, timestamp, id, url, method, form, token []byte
-}
+// signedValues are what a layout's placeholders stand for in one request,
+// indexed by placeholder.
+type signedValues [numPlaceholders][]byte
 
 // renderLayout writes the signed content.
 func renderLayout(parts []layoutPart, vals signedValues) []byte {
 	var out []byte
 	for _, p := range parts {
-		switch p.placeholder {
-		case "":
+		if p.placeholder == literal {
 			out = append(out, p.literal...)
-		case "body":
-			out = append(out, vals.body...)
-		case "timestamp":
-			out = append(out, vals.timestamp...)
-		case "id":
-			out = append(out, vals.id...)
-		case "url":
-			out = append(out, vals.url...)
-		case "method":
-			out = append(out, vals.method...)
-		case "form":
-			out = append(out, vals.form...)
-		case "token":
-			out = append(out, vals.token...)
+		} else {
+			out = append(out, vals[p.placeholder]...)
 		}
 	}
 	return out
@@ -258,19 +266,18 @@ func schemeMAC(a Algorithm, key, content []byte) []byte {
 // Decimal formats accept only canonical digits (no sign, no leading zero),
 // so the string signed and the time checked cannot disagree.
 func schemeParseTimestamp(s string, f TimestampFormat) (time.Time, bool) {
-	switch f {
-	case RFC3339:
+	if f == RFC3339 {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		return t, err == nil
-	case UnixMilliseconds:
-		if !schemeDecimal(s) {
-			return time.Time{}, false
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		return time.UnixMilli(n), err == nil
-	default:
-		return parseTimestamp(s)
 	}
+	if !schemeDecimal(s) {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if f == UnixMilliseconds {
+		return time.UnixMilli(n), err == nil
+	}
+	return time.Unix(n, 0), err == nil
 }
 
 // schemeDecimal reports a non-empty run of digits without a leading zero,
@@ -287,54 +294,50 @@ func schemeDecimal(s string) bool {
 	return true
 }
 
-// signedTimestamp returns the timestamp the signature covers: from the keyed
-// signature header, the timestamp header or the body field.
+// signatureHeader returns the signature header of r, or an error wrapping
+// ErrNotSigned when it is missing.
+func (v *Verifier) signatureHeader(r Request) (string, error) {
+	raw := header(r.Headers, v.preset.SignatureHeader)
+	if raw == "" {
+		return "", fmt.Errorf("%w: no %s header", ErrNotSigned, v.preset.SignatureHeader)
+	}
+	return raw, nil
+}
+
+// signedTimestamp returns the timestamp the signature covers (from the keyed
+// signature header, the timestamp header or the body field), checked
+// against the tolerance.
 func (v *Verifier) signedTimestamp(r Request, fromSignature string) (string, error) {
 	p := v.preset
+	ts := fromSignature
 	switch {
 	case v.header.timestampKey != "":
-		return fromSignature, nil
 	case p.TimestampHeader != "":
-		ts := header(r.Headers, p.TimestampHeader)
-		if ts == "" {
+		if ts = header(r.Headers, p.TimestampHeader); ts == "" {
 			return "", fmt.Errorf("%w: no %s header", ErrNotSigned, p.TimestampHeader)
 		}
-		return ts, nil
 	case p.TimestampField != "":
-		ts, err := schemeJSONPath(r.Body, p.TimestampField)
-		if err != nil {
+		var err error
+		if ts, err = schemeJSONPath(r.Body, p.TimestampField); err != nil {
 			return "", fmt.Errorf("%w: %s: %w", ErrNotSigned, p.TimestampField, err)
 		}
+	}
+	if v.tolerance <= 0 || ts == "" {
 		return ts, nil
 	}
-	return "", nil
-}
-
-// checkSignedTimestamp parses ts and checks it against the tolerance.
-func (v *Verifier) checkSignedTimestamp(ts string, now time.Time) error {
-	if v.tolerance <= 0 || ts == "" {
-		return nil
-	}
-	signedAt, ok := schemeParseTimestamp(ts, v.preset.TimestampFormat)
+	signedAt, ok := schemeParseTimestamp(ts, p.TimestampFormat)
 	if !ok {
-		return fmt.Errorf("%w: timestamp is not %s", ErrInvalidHeader, schemeOr(string(v.preset.TimestampFormat), string(UnixSeconds)))
+		return "", fmt.Errorf("%w: timestamp is not %s", ErrInvalidHeader, cmp.Or(p.TimestampFormat, UnixSeconds))
 	}
-	return checkTolerance(signedAt, now, v.tolerance)
-}
-
-func schemeOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
+	return ts, checkTolerance(signedAt, r.Now, v.tolerance)
 }
 
 // verifyHMAC verifies the four HMAC families.
 func (v *Verifier) verifyHMAC(r Request) (int, error) {
 	p := v.preset
-	raw := header(r.Headers, p.SignatureHeader)
-	if raw == "" {
-		return -1, fmt.Errorf("%w: no %s header", ErrNotSigned, p.SignatureHeader)
+	raw, err := v.signatureHeader(r)
+	if err != nil {
+		return -1, err
 	}
 	sig, err := schemeParseSignature(raw, v.header, p.Prefix, p.Encoding, v.macSize)
 	if err != nil {
@@ -342,9 +345,6 @@ func (v *Verifier) verifyHMAC(r Request) (int, error) {
 	}
 	ts, err := v.signedTimestamp(r, sig.timestamp)
 	if err != nil {
-		return -1, err
-	}
-	if err := v.checkSignedTimestamp(ts, r.Now); err != nil {
 		return -1, err
 	}
 	contents, err := v.signedContents(r, ts)
@@ -372,48 +372,53 @@ func (v *Verifier) signedContents(r Request, ts string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !schemeLayoutUses(v.layout, "url") {
+	if !schemeLayoutUses(v.layout, phURL) {
 		return [][]byte{renderLayout(v.layout, vals)}, nil
 	}
 	var out [][]byte
 	for _, u := range schemeURLSpellings(r.URL) {
-		if v.preset.URLDecodeReserved {
-			u = DecodeReservedURL(u)
-		}
-		vals.url = []byte(u)
+		vals[phURL] = v.signedURL(u)
 		out = append(out, renderLayout(v.layout, vals))
 	}
 	return out, nil
 }
 
+// signedURL is a spelling of the public URL as the sender signs it.
+func (v *Verifier) signedURL(u string) []byte {
+	if v.preset.URLDecodeReserved {
+		u = DecodeReservedURL(u)
+	}
+	return []byte(u)
+}
+
 // signedValues fills the placeholders of the layout from r.
 func (v *Verifier) signedValues(r Request, ts string) (signedValues, error) {
 	p := v.preset
-	vals := signedValues{body: r.Body, timestamp: []byte(ts), method: []byte(schemeOr(r.Method, "POST"))}
-	if schemeLayoutUses(v.layout, "id") {
+	vals := signedValues{phBody: r.Body, phTimestamp: []byte(ts), phMethod: []byte(cmp.Or(r.Method, "POST"))}
+	if schemeLayoutUses(v.layout, phID) {
 		id := header(r.Headers, p.IDHeader)
 		if id == "" {
 			return vals, fmt.Errorf("%w: no %s header", ErrNotSigned, p.IDHeader)
 		}
-		vals.id = []byte(id)
+		vals[phID] = []byte(id)
 	}
-	if schemeLayoutUses(v.layout, "url") {
+	if schemeLayoutUses(v.layout, phURL) {
 		if r.URL == "" {
 			return vals, ErrNoPublicURL
 		}
-		vals.url = []byte(r.URL)
+		vals[phURL] = []byte(r.URL)
 		if p.BodyHashParam != "" && !schemeFormBody(r.Headers) {
 			if err := schemeCheckBodyHash(r.URL, p.BodyHashParam, r.Body); err != nil {
 				return vals, err
 			}
 		}
 	}
-	if schemeLayoutUses(v.layout, "form") && schemeFormBody(r.Headers) {
+	if schemeLayoutUses(v.layout, phForm) && schemeFormBody(r.Headers) {
 		form, err := schemeCanonicalForm(r.Body)
 		if err != nil {
 			return vals, err
 		}
-		vals.form = form
+		vals[phForm] = form
 	}
 	return vals, nil
 }

@@ -48,15 +48,12 @@ const maxPublicKeySignature = 128
 // signed with the sender's private key.
 func (v *Verifier) verifyPublicKey(r Request) (int, error) {
 	p := v.preset
-	raw := header(r.Headers, p.SignatureHeader)
-	if raw == "" {
-		return -1, fmt.Errorf("%w: no %s header", ErrNotSigned, p.SignatureHeader)
-	}
-	ts, err := v.signedTimestamp(r, "")
+	raw, err := v.signatureHeader(r)
 	if err != nil {
 		return -1, err
 	}
-	if err := v.checkSignedTimestamp(ts, r.Now); err != nil {
+	ts, err := v.signedTimestamp(r, "")
+	if err != nil {
 		return -1, err
 	}
 	vals, err := v.signedValues(r, ts)
@@ -98,10 +95,9 @@ func (v *Verifier) verifyPublicKey(r Request) (int, error) {
 // are hashed first so the comparison takes the same time whatever the
 // lengths.
 func (v *Verifier) verifyToken(r Request) (int, error) {
-	p := v.preset
-	raw := header(r.Headers, p.SignatureHeader)
-	if raw == "" {
-		return -1, fmt.Errorf("%w: no %s header", ErrNotSigned, p.SignatureHeader)
+	raw, err := v.signatureHeader(r)
+	if err != nil {
+		return -1, err
 	}
 	got := sha256.Sum256([]byte(raw))
 	for i, key := range v.keys {
@@ -110,7 +106,7 @@ func (v *Verifier) verifyToken(r Request) (int, error) {
 			return i, nil
 		}
 	}
-	return -1, fmt.Errorf("%w: %s matches none of %d token(s)", ErrNoValidSignature, p.SignatureHeader, len(v.keys))
+	return -1, fmt.Errorf("%w: %s matches none of %d token(s)", ErrNoValidSignature, v.preset.SignatureHeader, len(v.keys))
 }
 
 // verifyBodySignature verifies FamilyBodySignature: the signature, the
@@ -130,9 +126,6 @@ func (v *Verifier) verifyBodySignature(r Request) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if err := v.checkSignedTimestamp(ts, r.Now); err != nil {
-		return -1, err
-	}
 	sig, ok := schemeDecodeSig(sigText, p.Encoding, v.macSize)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s is not a %s MAC", ErrInvalidHeader, p.SignatureField, p.Encoding)
@@ -141,7 +134,7 @@ func (v *Verifier) verifyBodySignature(r Request) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	vals.token = []byte(token)
+	vals[phToken] = []byte(token)
 	content := renderLayout(v.layout, vals)
 	for i, key := range v.keys {
 		if hmac.Equal(schemeMAC(p.Algorithm, key, content), sig) {

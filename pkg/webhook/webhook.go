@@ -145,25 +145,6 @@ func quote(s string) string {
 	return q + "...(truncated, " + strconv.Itoa(n) + " bytes)"
 }
 
-// parseTimestamp parses a signed Unix timestamp in seconds. Only canonical
-// decimal passes (no sign, no leading zero), so the string the sender signed
-// and the number checked against the tolerance cannot disagree.
-func parseTimestamp(s string) (time.Time, bool) {
-	if s == "" || len(s) > 18 || (s[0] == '0' && len(s) > 1) {
-		return time.Time{}, false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return time.Time{}, false
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.Unix(n, 0), true
-}
-
 // checkTolerance rejects a signed time further than tolerance from now.
 func checkTolerance(signed, now time.Time, tolerance time.Duration) error {
 	if d := now.Sub(signed); d > tolerance {
@@ -175,50 +156,48 @@ func checkTolerance(signed, now time.Time, tolerance time.Duration) error {
 	return nil
 }
 
-// jsonObject is a decoded JSON object whose members are decoded on demand.
-type jsonObject map[string]json.RawMessage
-
-// decodeObject decodes body as a JSON object, or returns an error wrapping
-// ErrBadPayload. A member named twice is an error too: JSON parsers disagree
-// on which one counts (encoding/json keeps the last, others the first), so
-// the deduplication key and what a consumer reads could differ.
-func decodeObject(body []byte) (jsonObject, error) {
+// checkObject reports an error wrapping ErrBadPayload unless body is a JSON
+// object. A member named twice is an error too: JSON parsers disagree on
+// which one counts (encoding/json keeps the last, others the first), so the
+// deduplication key and what a consumer reads could differ.
+func checkObject(body []byte) error {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, fmt.Errorf("%w: body is not a JSON object", ErrBadPayload)
+		return fmt.Errorf("%w: body is not a JSON object", ErrBadPayload)
 	}
-	var obj jsonObject
+	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrBadPayload, quote(err.Error()))
+		return fmt.Errorf("%w: %s", ErrBadPayload, quote(err.Error()))
 	}
-	if err := uniqueMembers(body, len(obj)); err != nil {
-		return nil, err
+	// The map holds one entry per name decoded, as parsers see them ("id"
+	// and "\u0069d" are one name): fewer entries than members is a repeat.
+	members, err := countMembers(body)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrBadPayload, quote(err.Error()))
 	}
-	return obj, nil
+	if members != len(obj) {
+		return fmt.Errorf("%w: the object names a member more than once (%d members, %d names)", ErrBadPayload, members, len(obj))
+	}
+	return nil
 }
 
-// uniqueMembers reports an error wrapping ErrBadPayload when the JSON object
-// body, already known to be valid with n distinct member names, names a
-// member twice. Names are compared decoded, as parsers see them: "id" and
-// "\u0069d" are the same member.
-func uniqueMembers(body []byte, n int) error {
+// countMembers counts the members of the JSON object body, a name given
+// twice counted twice.
+func countMembers(body []byte) (int, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if _, err := dec.Token(); err != nil { // the opening brace
-		return fmt.Errorf("%w: %s", ErrBadPayload, quote(err.Error()))
+		return 0, err
 	}
 	members := 0
 	for dec.More() {
 		if _, err := dec.Token(); err != nil {
-			return fmt.Errorf("%w: %s", ErrBadPayload, quote(err.Error()))
+			return 0, err
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return fmt.Errorf("%w: %s", ErrBadPayload, quote(err.Error()))
+			return 0, err
 		}
 		members++
 	}
-	if members != n {
-		return fmt.Errorf("%w: the object names a member more than once (%d members, %d names)", ErrBadPayload, members, n)
-	}
-	return nil
+	return members, nil
 }
