@@ -19,19 +19,14 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 	switch v.preset.Handshake {
 	case HandshakeDiscordPing:
 		// https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-acknowledging-ping-requests
-		t, err := schemeJSONPath(r.Body, "type")
-		if err != nil {
-			return nil, false, schemeNoFieldIsNotBad(err)
-		}
-		if t != "1" {
-			return nil, false, nil
+		if ping, err := bodyFieldIs(r.Body, "type", "1"); !ping {
+			return nil, false, err
 		}
 		return &Handshake{ContentType: "application/json", Body: []byte(`{"type":1}`)}, true, nil
 	case HandshakeZoomURLValidation:
 		// https://developers.zoom.us/docs/api/webhooks/#validate-your-webhook-endpoint
-		ev, err := schemeJSONPath(r.Body, "event")
-		if err != nil || ev != "endpoint.url_validation" {
-			return nil, false, schemeNoFieldIsNotBad(err)
+		if validation, err := bodyFieldIs(r.Body, "event", "endpoint.url_validation"); !validation {
+			return nil, false, err
 		}
 		plain, err := schemeJSONPath(r.Body, "payload.plainToken")
 		if err != nil {
@@ -43,14 +38,10 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 		if i < 0 {
 			i = 0
 		}
-		body, err := json.Marshal(struct {
+		return jsonHandshake(struct {
 			PlainToken     string `json:"plainToken"`
 			EncryptedToken string `json:"encryptedToken"`
 		}{plain, hex.EncodeToString(schemeMAC(SHA256, v.keys[i], []byte(plain)))})
-		if err != nil {
-			return nil, true, fmt.Errorf("%w: %v", ErrBadPayload, err)
-		}
-		return &Handshake{ContentType: "application/json", Body: body}, true, nil
 	case HandshakeTwitchChallenge:
 		// https://dev.twitch.tv/docs/eventsub/handling-webhook-events/#responding-to-a-challenge-request
 		// The challenge is in the signed body; the message-type header is
@@ -65,19 +56,14 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 		return &Handshake{ContentType: "text/plain", Body: []byte(challenge)}, true, nil
 	case HandshakeSlackURLVerification:
 		// https://api.slack.com/events/url_verification
-		t, err := schemeJSONPath(r.Body, "type")
-		if err != nil || t != "url_verification" {
-			return nil, false, schemeNoFieldIsNotBad(err)
+		if verification, err := bodyFieldIs(r.Body, "type", "url_verification"); !verification {
+			return nil, false, err
 		}
 		challenge, err := schemeJSONText(r.Body, "challenge")
 		if err != nil {
 			return nil, true, fmt.Errorf("%w: url_verification without a challenge: %w", ErrBadPayload, err)
 		}
-		body, err := json.Marshal(map[string]string{"challenge": challenge})
-		if err != nil {
-			return nil, true, fmt.Errorf("%w: %v", ErrBadPayload, err)
-		}
-		return &Handshake{ContentType: "application/json", Body: body}, true, nil
+		return jsonHandshake(map[string]string{"challenge": challenge})
 	case HandshakeWooCommercePing:
 		// https://github.com/woocommerce/woocommerce (class-wc-webhook.php, deliver_ping)
 		if v.isWooCommercePing(r) {
@@ -97,11 +83,25 @@ func (v *Verifier) isWooCommercePing(r Request) bool {
 	return ok && len(id) <= 20 && schemeDecimal(id)
 }
 
-// schemeNoFieldIsNotBad drops a missing-field error (not a handshake) and keeps an
-// ambiguous body's.
-func schemeNoFieldIsNotBad(err error) error {
-	if err == nil || !errors.Is(err, ErrBadPayload) {
-		return nil
+// bodyFieldIs reports whether the JSON body's member at path is want. A
+// missing member is a false, not an error (no handshake); an ambiguous body
+// is ErrBadPayload.
+func bodyFieldIs(body []byte, path, want string) (bool, error) {
+	got, err := schemeJSONPath(body, path)
+	if err != nil {
+		if errors.Is(err, ErrBadPayload) {
+			return false, err
+		}
+		return false, nil
 	}
-	return err
+	return got == want, nil
+}
+
+// jsonHandshake is a handshake answering with the JSON of answer.
+func jsonHandshake(answer any) (*Handshake, bool, error) {
+	body, err := json.Marshal(answer)
+	if err != nil {
+		return nil, true, fmt.Errorf("%w: %v", ErrBadPayload, err)
+	}
+	return &Handshake{ContentType: "application/json", Body: body}, true, nil
 }
