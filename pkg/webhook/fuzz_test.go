@@ -45,10 +45,51 @@ func withinTolerance(ts string) bool {
 	return d <= webhook.DefaultTolerance && d >= -webhook.DefaultTolerance
 }
 
-func checkVerifyError(t *testing.T, err error) {
+// fuzzProvider returns a verifier of the provider name accepting its first
+// two test secrets, those secrets, and the HMAC keys they stand for.
+func fuzzProvider(f *testing.F, name string) (provider, []string, [][]byte) {
+	secrets := testSecrets[name][:2]
+	var keys [][]byte
+	for _, s := range secrets {
+		key := []byte(s)
+		if name == "standard" {
+			var err error
+			if key, err = webhook.DecodeStandardSecret(s); err != nil {
+				f.Fatal(err)
+			}
+		}
+		keys = append(keys, key)
+	}
+	return mustNew(f, name, secrets...), secrets, keys
+}
+
+// accepted reports whether p verifies headers and body at testNow; an error
+// outside the sentinels fails t.
+func accepted(t *testing.T, p provider, headers map[string]string, body []byte) bool {
 	t.Helper()
+	err := p.Verify(headers, body, testNow)
 	if err != nil && !isVerifyError(err) {
 		t.Fatalf("Verify returned an error outside the sentinels: %v", err)
+	}
+	return err == nil
+}
+
+// madeWithOneOf fails t unless madeWith holds for one of keys: what was
+// accepted must carry a signature made with an accepted secret.
+func madeWithOneOf(t *testing.T, signature string, keys [][]byte, madeWith func(key []byte) bool) {
+	t.Helper()
+	if !slices.ContainsFunc(keys, madeWith) {
+		t.Fatalf("accepted %q, which carries no signature made with an accepted secret", signature)
+	}
+}
+
+// addSeeds adds to f, for each of fuzzBodies, the header values seeds
+// makes for it.
+func addSeeds(f *testing.F, seeds func(body []byte) []string) {
+	for _, body := range fuzzBodies {
+		for _, header := range seeds(body) {
+			f.Add(header, body)
+		}
 	}
 }
 
@@ -59,26 +100,25 @@ var fuzzBodies = [][]byte{
 }
 
 func FuzzStripeSignatureHeader(f *testing.F) {
-	secrets := testSecrets["stripe"][:2]
-	p := mustNew(f, "stripe", secrets...)
-	for _, body := range fuzzBodies {
+	p, secrets, keys := fuzzProvider(f, "stripe")
+	addSeeds(f, func(body []byte) []string {
 		good := webhooktest.StripeSignature(secrets[0], body, testNow)
 		rotated := webhooktest.StripeSignature(secrets[1], body, testNow)
 		v1 := good[strings.Index(good, "v1="):]
-		f.Add(good, body)
-		f.Add(rotated+",v0=00", body)
-		f.Add(good+","+rotated[strings.Index(rotated, "v1="):], body)
-		f.Add("t="+fmt.Sprint(testNow.Unix()+1)+","+v1, body)
-		f.Add(v1+",t="+fmt.Sprint(testNow.Unix()), body)
-		f.Add(strings.ToUpper(good), body)
-		f.Add(good[:len(good)-1], body)
-		f.Add("t=,v1=", body)
-		f.Add(",,=,", body)
-	}
+		return []string{
+			good,
+			rotated + ",v0=00",
+			good + "," + rotated[strings.Index(rotated, "v1="):],
+			"t=" + fmt.Sprint(testNow.Unix()+1) + "," + v1,
+			v1 + ",t=" + fmt.Sprint(testNow.Unix()),
+			strings.ToUpper(good),
+			good[:len(good)-1],
+			"t=,v1=",
+			",,=,",
+		}
+	})
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		err := p.Verify(stripeHeader(header), body, testNow)
-		checkVerifyError(t, err)
-		if err != nil {
+		if !accepted(t, p, stripeHeader(header), body) {
 			return
 		}
 		var ts []string
@@ -94,29 +134,15 @@ func FuzzStripeSignatureHeader(f *testing.F) {
 		if len(ts) != 1 || !withinTolerance(ts[0]) {
 			t.Fatalf("accepted %q without exactly one t within tolerance", header)
 		}
-		for _, s := range secrets {
-			want := hex.EncodeToString(mac([]byte(s), append([]byte(ts[0]+"."), body...)))
-			for _, sig := range sigs {
-				if strings.EqualFold(sig, want) {
-					return
-				}
-			}
-		}
-		t.Fatalf("accepted %q, which carries no v1 made with an accepted secret", header)
+		madeWithOneOf(t, header, keys, func(key []byte) bool {
+			want := hex.EncodeToString(mac(key, append([]byte(ts[0]+"."), body...)))
+			return slices.ContainsFunc(sigs, func(sig string) bool { return strings.EqualFold(sig, want) })
+		})
 	})
 }
 
 func FuzzStandardSignatureHeaders(f *testing.F) {
-	secrets := testSecrets["standard"][:2]
-	p := mustNew(f, "standard", secrets...)
-	var keys [][]byte
-	for _, s := range secrets {
-		k, err := webhook.DecodeStandardSecret(s)
-		if err != nil {
-			f.Fatal(err)
-		}
-		keys = append(keys, k)
-	}
+	p, secrets, keys := fuzzProvider(f, "standard")
 	ts := fmt.Sprint(testNow.Unix())
 	for _, body := range fuzzBodies {
 		good, _ := webhooktest.StandardSignature(secrets[0], "msg_1", body, testNow)
@@ -135,29 +161,21 @@ func FuzzStandardSignatureHeaders(f *testing.F) {
 			webhook.StandardTimestampHeader: timestamp,
 			webhook.StandardSignatureHeader: signature,
 		}
-		err := p.Verify(h, body, testNow)
-		checkVerifyError(t, err)
-		if err != nil {
+		if !accepted(t, p, h, body) {
 			return
 		}
 		if id == "" || !withinTolerance(timestamp) {
 			t.Fatalf("accepted id %q timestamp %q", id, timestamp)
 		}
-		for _, key := range keys {
+		madeWithOneOf(t, signature, keys, func(key []byte) bool {
 			want := "v1," + base64.StdEncoding.EncodeToString(mac(key, []byte(id+"."+timestamp+"."+string(body))))
-			for _, entry := range strings.Split(signature, " ") {
-				if entry == want {
-					return
-				}
-			}
-		}
-		t.Fatalf("accepted %q, which carries no v1 made with an accepted secret", signature)
+			return slices.Contains(strings.Split(signature, " "), want)
+		})
 	})
 }
 
 func FuzzSlackSignatureHeaders(f *testing.F) {
-	secrets := testSecrets["slack"][:2]
-	p := mustNew(f, "slack", secrets...)
+	p, secrets, keys := fuzzProvider(f, "slack")
 	ts := fmt.Sprint(testNow.Unix())
 	for _, body := range fuzzBodies {
 		good := webhooktest.SlackSignature(secrets[0], body, testNow)
@@ -170,79 +188,65 @@ func FuzzSlackSignatureHeaders(f *testing.F) {
 		f.Add("", "", body)
 	}
 	f.Fuzz(func(t *testing.T, timestamp, signature string, body []byte) {
-		err := p.Verify(slackHeaders(timestamp, signature), body, testNow)
-		checkVerifyError(t, err)
-		if err != nil {
+		if !accepted(t, p, slackHeaders(timestamp, signature), body) {
 			return
 		}
 		digest, ok := strings.CutPrefix(signature, "v0=")
 		if !ok || !withinTolerance(timestamp) {
 			t.Fatalf("accepted timestamp %q signature %q", timestamp, signature)
 		}
-		for _, s := range secrets {
-			if strings.EqualFold(digest, hex.EncodeToString(mac([]byte(s), []byte("v0:"+timestamp+":"+string(body))))) {
-				return
-			}
-		}
-		t.Fatalf("accepted %q, not made with an accepted secret", signature)
+		madeWithOneOf(t, signature, keys, func(key []byte) bool {
+			return strings.EqualFold(digest, hex.EncodeToString(mac(key, []byte("v0:"+timestamp+":"+string(body)))))
+		})
 	})
 }
 
 func FuzzGitHubSignatureHeader(f *testing.F) {
-	secrets := testSecrets["github"][:2]
-	p := mustNew(f, "github", secrets...)
-	for _, body := range fuzzBodies {
+	p, secrets, keys := fuzzProvider(f, "github")
+	addSeeds(f, func(body []byte) []string {
 		good := webhooktest.GitHubSignature(secrets[0], body)
-		f.Add(good, body)
-		f.Add(webhooktest.GitHubSignature(secrets[1], body), body)
-		f.Add("sha256="+strings.ToUpper(good[7:]), body)
-		f.Add("sha1="+good[7:47], body)
-		f.Add(good+" ", body)
-		f.Add("sha256=", body)
-	}
+		return []string{
+			good,
+			webhooktest.GitHubSignature(secrets[1], body),
+			"sha256=" + strings.ToUpper(good[7:]),
+			"sha1=" + good[7:47],
+			good + " ",
+			"sha256=",
+		}
+	})
 	f.Fuzz(func(t *testing.T, signature string, body []byte) {
-		err := p.Verify(githubHeader(signature), body, testNow)
-		checkVerifyError(t, err)
-		if err != nil {
+		if !accepted(t, p, githubHeader(signature), body) {
 			return
 		}
 		digest, ok := strings.CutPrefix(signature, "sha256=")
 		if !ok {
 			t.Fatalf("accepted %q", signature)
 		}
-		for _, s := range secrets {
-			if strings.EqualFold(digest, hex.EncodeToString(mac([]byte(s), body))) {
-				return
-			}
-		}
-		t.Fatalf("accepted %q, not made with an accepted secret", signature)
+		madeWithOneOf(t, signature, keys, func(key []byte) bool {
+			return strings.EqualFold(digest, hex.EncodeToString(mac(key, body)))
+		})
 	})
 }
 
 func FuzzShopifyHMACHeader(f *testing.F) {
-	secrets := testSecrets["shopify"][:2]
-	p := mustNew(f, "shopify", secrets...)
-	for _, body := range fuzzBodies {
+	p, secrets, keys := fuzzProvider(f, "shopify")
+	addSeeds(f, func(body []byte) []string {
 		good := webhooktest.ShopifyHMAC(secrets[0], body)
-		f.Add(good, body)
-		f.Add(webhooktest.ShopifyHMAC(secrets[1], body), body)
-		f.Add(strings.TrimRight(good, "="), body)
-		f.Add(good[:20]+"\n"+good[20:], body)
-		f.Add(good[:42]+"B=", body)
-		f.Add(strings.NewReplacer("+", "-", "/", "_").Replace(good), body)
-	}
+		return []string{
+			good,
+			webhooktest.ShopifyHMAC(secrets[1], body),
+			strings.TrimRight(good, "="),
+			good[:20] + "\n" + good[20:],
+			good[:42] + "B=",
+			strings.NewReplacer("+", "-", "/", "_").Replace(good),
+		}
+	})
 	f.Fuzz(func(t *testing.T, signature string, body []byte) {
-		err := p.Verify(shopifyHeader(signature), body, testNow)
-		checkVerifyError(t, err)
-		if err != nil {
-			return
+		if accepted(t, p, shopifyHeader(signature), body) {
+			madeWithOneOf(t, signature, keys, func(key []byte) bool {
+				return signature == base64.StdEncoding.EncodeToString(mac(key, body))
+			})
 		}
-		for _, s := range secrets {
-			if signature == base64.StdEncoding.EncodeToString(mac([]byte(s), body)) {
-				return
-			}
-		}
-		t.Fatalf("accepted %q, not made with an accepted secret", signature)
 	})
 }
 
