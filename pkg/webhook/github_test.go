@@ -14,12 +14,6 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
-const githubSecret = "gh-secret-old"
-
-func githubHeader(v string) map[string]string {
-	return map[string]string{webhook.GitHubSignatureHeader: v}
-}
-
 func TestGitHubDocumentedTestVector(t *testing.T) {
 	var v struct{ Secret, Body, Signature string }
 	readJSONFixture(t, "github_docs_vector.json", &v)

@@ -19,13 +19,37 @@ import (
 // library reading the real clock.
 var testNow = time.Unix(1_760_000_000, 0)
 
+// The secret each original sender's tests sign with, the first of its
+// testSecrets.
+const (
+	githubSecret   = "gh-secret-old"
+	shopifySecret  = "shpss_old0000000000000000000000000"
+	slackSecret    = "8f742231b10e8888abcd99yyyzzz85a5"
+	standardSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	stripeSecret   = "whsec_test_old_8mQ2"
+)
+
 // testSecrets are valid for every provider (Standard Webhooks needs base64).
 var testSecrets = map[string][]string{
-	"github":   {"gh-secret-old", "gh-secret-new", "gh-secret-other"},
-	"shopify":  {"shpss_old0000000000000000000000000", "shpss_new1111111111111111111111111", "shpss_other2222222222222222222222"},
-	"slack":    {"8f742231b10e8888abcd99yyyzzz85a5", "0b1e4d7a6c538f742231b10e8888abcd", "ffffffffffffffffffffffffffffffff"},
-	"standard": {"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD", "whsec_dGhpcmQgc2VjcmV0IG5vdCBhY2NlcHRlZA=="},
-	"stripe":   {"whsec_test_old_8mQ2", "whsec_test_new_4kZ7", "whsec_test_other_1aB9"},
+	"github":   {githubSecret, "gh-secret-new", "gh-secret-other"},
+	"shopify":  {shopifySecret, "shpss_new1111111111111111111111111", "shpss_other2222222222222222222222"},
+	"slack":    {slackSecret, "0b1e4d7a6c538f742231b10e8888abcd", "ffffffffffffffffffffffffffffffff"},
+	"standard": {standardSecret, "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD", "whsec_dGhpcmQgc2VjcmV0IG5vdCBhY2NlcHRlZA=="},
+	"stripe":   {stripeSecret, "whsec_test_new_4kZ7", "whsec_test_other_1aB9"},
+}
+
+// The header maps carrying a signature value of the senders that sign in
+// one header.
+var (
+	githubHeader  = headerOf(webhook.GitHubSignatureHeader)
+	shopifyHeader = headerOf(webhook.ShopifyHMACHeader)
+	stripeHeader  = headerOf(webhook.StripeSignatureHeader)
+)
+
+// headerOf returns the function that makes the header map carrying a value
+// under name.
+func headerOf(name string) func(v string) map[string]string {
+	return func(v string) map[string]string { return map[string]string{name: v} }
 }
 
 // timestamped lists the providers whose scheme signs a timestamp.

@@ -14,12 +14,6 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
-const shopifySecret = "shpss_old0000000000000000000000000"
-
-func shopifyHeader(v string) map[string]string {
-	return map[string]string{webhook.ShopifyHMACHeader: v}
-}
-
 type shopifyVector struct {
 	Name, Secret, Body, HMAC string
 	BodyFile                 string `json:"body_file"`

@@ -15,8 +15,6 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
-const slackSecret = "8f742231b10e8888abcd99yyyzzz85a5"
-
 func slackHeaders(ts, sig string) map[string]string {
 	return map[string]string{webhook.SlackTimestampHeader: ts, webhook.SlackSignatureHeader: sig}
 }

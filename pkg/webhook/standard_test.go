@@ -78,17 +78,13 @@ func TestStandardPublishedVectors(t *testing.T) {
 }
 
 func TestStandardCrossCheckWithReferenceLibrary(t *testing.T) {
-	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	p := mustNew(t, "standard", secret)
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, "standard", standardSecret)
+	wh := standardReference(t)
 	now := time.Now() // the reference library reads the real clock
 	body, extra := p.Sample("msg_2mQ8cYp1dW6yT0aZ3kB7nR4eLx", now)
 
 	// Ours signs, the reference verifies.
-	ours := merged(extra, p.Sign(secret, body, now))
+	ours := merged(extra, p.Sign(standardSecret, body, now))
 	h := http.Header{}
 	for k, v := range ours {
 		h.Set(k, v)
@@ -153,10 +149,9 @@ func TestStandardSecretForms(t *testing.T) {
 }
 
 func TestStandardRejectsMissingOrMalformedHeaders(t *testing.T) {
-	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	p := mustNew(t, "standard", secret)
+	p := mustNew(t, "standard", standardSecret)
 	body := []byte(`{"type":"user.created"}`)
-	good := p.Sign(secret, body, testNow)
+	good := p.Sign(standardSecret, body, testNow)
 	for _, name := range []string{webhook.StandardIDHeader, webhook.StandardTimestampHeader, webhook.StandardSignatureHeader} {
 		h := merged(good)
 		delete(h, name)
@@ -192,14 +187,10 @@ func TestStandardRejectsMissingOrMalformedHeaders(t *testing.T) {
 // throws error" reject a header holding only malformed entries. Each case is
 // also run through the reference Go library.
 func TestStandardMalformedEntryIsANonMatch(t *testing.T) {
-	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	p := mustNew(t, "standard", secret)
-	ref, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, "standard", standardSecret)
+	ref := standardReference(t)
 	body := []byte(`{"type":"user.created"}`)
-	good := p.Sign(secret, body, testNow)
+	good := p.Sign(standardSecret, body, testNow)
 	sig := good[webhook.StandardSignatureHeader]
 	malformed := []string{
 		"junk",
@@ -255,10 +246,9 @@ func standardHTTPHeader(h map[string]string) http.Header {
 }
 
 func TestStandardAcceptsSvixBrandedHeaders(t *testing.T) {
-	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	p := mustNew(t, "standard", secret)
+	p := mustNew(t, "standard", standardSecret)
 	body := readFixture(t, "events/standard_invoice_paid.json")
-	signed := p.Sign(secret, body, testNow)
+	signed := p.Sign(standardSecret, body, testNow)
 	svix := map[string]string{
 		"svix-id":        signed[webhook.StandardIDHeader],
 		"svix-timestamp": signed[webhook.StandardTimestampHeader],
@@ -276,28 +266,27 @@ func TestStandardAcceptsSvixBrandedHeaders(t *testing.T) {
 }
 
 func TestStandardSignTakesTheMessageIDFromTheBody(t *testing.T) {
-	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	p := mustNew(t, "standard", secret)
+	p := mustNew(t, "standard", standardSecret)
 	withID := []byte(`{"id":"msg_fromBody","type":"x"}`)
-	if got := p.Sign(secret, withID, testNow)[webhook.StandardIDHeader]; got != "msg_fromBody" {
+	if got := p.Sign(standardSecret, withID, testNow)[webhook.StandardIDHeader]; got != "msg_fromBody" {
 		t.Fatalf("webhook-id = %q", got)
 	}
 	body := readFixture(t, "events/standard_invoice_paid.json")
-	first := p.Sign(secret, body, testNow)
-	retry := p.Sign(secret, body, testNow.Add(time.Minute))
+	first := p.Sign(standardSecret, body, testNow)
+	retry := p.Sign(standardSecret, body, testNow.Add(time.Minute))
 	if first[webhook.StandardIDHeader] == "" || first[webhook.StandardIDHeader] != retry[webhook.StandardIDHeader] {
 		t.Fatalf("a re-signed body changed id: %q then %q", first[webhook.StandardIDHeader], retry[webhook.StandardIDHeader])
 	}
 	if first[webhook.StandardSignatureHeader] == retry[webhook.StandardSignatureHeader] {
 		t.Fatal("a later signature should differ")
 	}
-	if other := p.Sign(secret, withID, testNow); other[webhook.StandardIDHeader] == first[webhook.StandardIDHeader] {
+	if other := p.Sign(standardSecret, withID, testNow); other[webhook.StandardIDHeader] == first[webhook.StandardIDHeader] {
 		t.Fatal("different bodies share an id")
 	}
 }
 
 func TestStandardEvent(t *testing.T) {
-	p := mustNew(t, "standard", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	p := mustNew(t, "standard", standardSecret)
 	body := readFixture(t, "events/standard_invoice_paid.json")
 	h := map[string]string{webhook.StandardIDHeader: "msg_p5jXN8AQM9LWM0D4loKWxJek"}
 	want := event{ID: "msg_p5jXN8AQM9LWM0D4loKWxJek", Type: "invoice.paid", ObjectID: "inv_2f0G8bYd3kQ1"}
@@ -310,4 +299,15 @@ func TestStandardEvent(t *testing.T) {
 	}
 	_, err := p.Event(map[string]string{}, body)
 	wantErr(t, err, webhook.ErrNoEventID)
+}
+
+// standardReference returns the reference library's verifier for
+// standardSecret.
+func standardReference(t *testing.T) *standardwebhooks.Webhook {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(standardSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wh
 }

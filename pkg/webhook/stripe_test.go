@@ -15,12 +15,6 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
-const stripeSecret = "whsec_test_old_8mQ2"
-
-func stripeHeader(v string) map[string]string {
-	return map[string]string{webhook.StripeSignatureHeader: v}
-}
-
 func TestStripeAcceptsStripeGoTestSignedPayload(t *testing.T) {
 	p := mustNew(t, "stripe", stripeSecret)
 	body := readFixture(t, "events/stripe_payment_intent_succeeded.json")
