@@ -84,18 +84,11 @@ func Sign(p webhook.Preset, secret string, r webhook.Request) (webhook.Request, 
 			return webhook.Request{}, err
 		}
 	default:
-		key := secret
-		if p.SecretFormat == webhook.SecretHTMLSpecialChars {
-			key = strings.NewReplacer("&amp;", "&", "&quot;", `"`, "&#039;", "'", "&#39;", "'", "&lt;", "<", "&gt;", ">").Replace(secret)
+		key, err := hmacKey(p.SecretFormat, secret)
+		if err != nil {
+			return webhook.Request{}, err
 		}
-		sig = mac(p.Algorithm, []byte(key), content)
-		if p.SecretFormat == webhook.SecretWhsec {
-			key, err := webhook.DecodeStandardSecret(secret)
-			if err != nil {
-				return webhook.Request{}, err
-			}
-			sig = mac(p.Algorithm, key, content)
-		}
+		sig = mac(p.Algorithm, key, content)
 	}
 	encoded := p.Prefix + encode(p.Encoding, sig)
 	if p.HeaderFormat != "" && p.HeaderFormat != "{signature}" {
@@ -103,6 +96,17 @@ func Sign(p webhook.Preset, secret string, r webhook.Request) (webhook.Request, 
 	}
 	out.Headers[p.SignatureHeader] = encoded
 	return out, nil
+}
+
+// hmacKey is the HMAC key a sender holding secret signs with.
+func hmacKey(f webhook.SecretFormat, secret string) ([]byte, error) {
+	switch f {
+	case webhook.SecretWhsec:
+		return webhook.DecodeStandardSecret(secret)
+	case webhook.SecretHTMLSpecialChars:
+		return []byte(strings.NewReplacer("&amp;", "&", "&quot;", `"`, "&#039;", "'", "&#39;", "'", "&lt;", "<", "&gt;", ">").Replace(secret)), nil
+	}
+	return []byte(secret), nil
 }
 
 // formatTimestamp writes t as the sender does.
@@ -123,22 +127,19 @@ func signedContent(p webhook.Preset, r webhook.Request, ts string) ([]byte, erro
 		return nil, fmt.Errorf("webhooktest: %s signs the public URL: set Request.URL", p.Name)
 	}
 	form := ""
-	if strings.Contains(p.Layout, "{form}") {
-		mt, _, _ := mime.ParseMediaType(r.Headers["content-type"])
-		if mt == "application/x-www-form-urlencoded" {
-			values, err := url.ParseQuery(string(r.Body))
-			if err != nil {
-				return nil, fmt.Errorf("webhooktest: form body: %w", err)
-			}
-			var b strings.Builder
-			for _, k := range slices.Sorted(maps.Keys(values)) {
-				vs := slices.Compact(slices.Sorted(slices.Values(values[k])))
-				for _, v := range vs {
-					b.WriteString(k + v)
-				}
-			}
-			form = b.String()
+	if strings.Contains(p.Layout, "{form}") && isForm(r) {
+		values, err := url.ParseQuery(string(r.Body))
+		if err != nil {
+			return nil, fmt.Errorf("webhooktest: form body: %w", err)
 		}
+		var b strings.Builder
+		for _, k := range slices.Sorted(maps.Keys(values)) {
+			vs := slices.Compact(slices.Sorted(slices.Values(values[k])))
+			for _, v := range vs {
+				b.WriteString(k + v)
+			}
+		}
+		form = b.String()
 	}
 	signedURL := r.URL
 	if p.URLDecodeReserved {
@@ -162,11 +163,7 @@ func signedContent(p webhook.Preset, r webhook.Request, ts string) ([]byte, erro
 // query parameter for a scheme that signs a JSON body through the URL
 // (Twilio's bodySHA256). Sign sets it as the signed request's URL.
 func SignedURL(p webhook.Preset, r webhook.Request) string {
-	if p.BodyHashParam == "" {
-		return r.URL
-	}
-	mt, _, _ := mime.ParseMediaType(r.Headers["content-type"])
-	if mt == "application/x-www-form-urlencoded" {
+	if p.BodyHashParam == "" || isForm(r) {
 		return r.URL
 	}
 	sum := sha256.Sum256(r.Body)
@@ -177,6 +174,13 @@ func SignedURL(p webhook.Preset, r webhook.Request) string {
 	return r.URL + sep + p.BodyHashParam + "=" + hex.EncodeToString(sum[:])
 }
 
+// isForm reports a form-encoded body.
+func isForm(r webhook.Request) bool {
+	mt, _, _ := mime.ParseMediaType(r.Headers["content-type"])
+	return mt == "application/x-www-form-urlencoded"
+}
+
+// mac is the HMAC of content under key.
 func mac(a webhook.Algorithm, key, content []byte) []byte {
 	var h func() hash.Hash
 	switch a {
@@ -203,11 +207,11 @@ func encode(e webhook.Encoding, b []byte) string {
 func signPublicKey(a webhook.Algorithm, secret string, content []byte) ([]byte, error) {
 	switch a {
 	case webhook.Ed25519:
-		seed, err := hex.DecodeString(secret)
-		if err != nil || len(seed) != ed25519.SeedSize {
-			return nil, errors.New("webhooktest: an Ed25519 private key is the hex of a 32-byte seed")
+		key, err := ed25519Key(secret)
+		if err != nil {
+			return nil, err
 		}
-		return ed25519.Sign(ed25519.NewKeyFromSeed(seed), content), nil
+		return ed25519.Sign(key, content), nil
 	default:
 		key, err := ecdsaKey(secret)
 		if err != nil {
@@ -216,6 +220,15 @@ func signPublicKey(a webhook.Algorithm, secret string, content []byte) ([]byte, 
 		digest := sha256.Sum256(content)
 		return ecdsa.SignASN1(rand.Reader, key, digest[:])
 	}
+}
+
+// ed25519Key parses an Ed25519 private key, the hex of its 32-byte seed.
+func ed25519Key(secret string) (ed25519.PrivateKey, error) {
+	seed, err := hex.DecodeString(secret)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, errors.New("webhooktest: an Ed25519 private key is the hex of a 32-byte seed")
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
 }
 
 // ecdsaKey parses a base64 DER EC private key, SEC 1 or PKCS #8.
@@ -244,12 +257,11 @@ func ecdsaKey(secret string) (*ecdsa.PrivateKey, error) {
 func PublicKey(a webhook.Algorithm, private string) (string, error) {
 	switch a {
 	case webhook.Ed25519:
-		seed, err := hex.DecodeString(private)
-		if err != nil || len(seed) != ed25519.SeedSize {
-			return "", errors.New("webhooktest: an Ed25519 private key is the hex of a 32-byte seed")
+		k, err := ed25519Key(private)
+		if err != nil {
+			return "", err
 		}
-		pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
-		return hex.EncodeToString(pub), nil
+		return hex.EncodeToString(k.Public().(ed25519.PublicKey)), nil
 	case webhook.ECDSAP256:
 		k, err := ecdsaKey(private)
 		if err != nil {

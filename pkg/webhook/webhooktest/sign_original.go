@@ -1,8 +1,7 @@
 package webhooktest
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"strconv"
@@ -51,15 +50,11 @@ func StandardSignature(secret, msgID string, body []byte, t time.Time) (string, 
 	if err != nil {
 		return "", err
 	}
-	mac := hmacSHA256(key, []byte(msgID+"."+strconv.FormatInt(t.Unix(), 10)+"."), body)
-	return "v1," + base64.StdEncoding.EncodeToString(mac), nil
+	sig := hmacSHA256(key, []byte(msgID+"."+strconv.FormatInt(t.Unix(), 10)+"."), body)
+	return "v1," + base64.StdEncoding.EncodeToString(sig), nil
 }
 
 // hmacSHA256 returns HMAC-SHA256(key, parts joined without separator).
 func hmacSHA256(key []byte, parts ...[]byte) []byte {
-	mac := hmac.New(sha256.New, key)
-	for _, p := range parts {
-		mac.Write(p)
-	}
-	return mac.Sum(nil)
+	return mac(webhook.SHA256, key, bytes.Join(parts, nil))
 }
