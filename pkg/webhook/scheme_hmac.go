@@ -20,12 +20,12 @@ import (
 	"time"
 )
 
-// placeholder is a placeholder of a Layout, or literal for literal text.
+// placeholder is a placeholder of a Layout, or phLiteral for literal text.
 type placeholder int
 
 // The placeholders, in the order layoutPlaceholders names them.
 const (
-	literal placeholder = iota
+	phLiteral placeholder = iota
 	phBody
 	phTimestamp
 	phID
@@ -70,8 +70,8 @@ func schemeParseLayout(layout string) ([]layoutPart, error) {
 		}
 		name := rest[open+1 : open+end]
 		ph := slices.Index(layoutPlaceholders[:], name)
-		if ph <= int(literal) {
-			return nil, fmt.Errorf("layout %q: unknown placeholder {%s} (known: {%s})", layout, name, strings.Join(layoutPlaceholders[literal+1:], "}, {"))
+		if ph <= int(phLiteral) {
+			return nil, fmt.Errorf("layout %q: unknown placeholder {%s} (known: {%s})", layout, name, strings.Join(layoutPlaceholders[phLiteral+1:], "}, {"))
 		}
 		parts = append(parts, layoutPart{placeholder: placeholder(ph)})
 		rest = rest[open+end+1:]
@@ -92,7 +92,7 @@ type signedValues [numPlaceholders][]byte
 func renderLayout(parts []layoutPart, vals signedValues) []byte {
 	var out []byte
 	for _, p := range parts {
-		if p.placeholder == literal {
+		if p.placeholder == phLiteral {
 			out = append(out, p.literal...)
 		} else {
 			out = append(out, vals[p.placeholder]...)
