@@ -65,20 +65,9 @@ func TestRoundTripBudget(t *testing.T) {
 			}
 			ctx := context.Background()
 			fp := FingerprintOf([]byte("body"))
-			// Load both scripts into the server's cache, as the first calls of an environment do.
-			g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
-			g.Do(ctx, Key{Scope: "warm", ID: "fail"}, fp, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
+			warmUp(g, fp)
+			holdClaim(t, g, Key{Scope: "budget", ID: "held"}, fp)
 			log.take()
-
-			hold, claimed := make(chan struct{}), make(chan struct{})
-			go g.Do(ctx, Key{Scope: "budget", ID: "held"}, fp, func(context.Context) (Result, error) {
-				close(claimed)
-				<-hold
-				return Result{Status: 200}, nil
-			})
-			<-claimed
-			log.take()
-			defer close(hold)
 
 			for _, tc := range []struct {
 				name string
@@ -90,7 +79,7 @@ func TestRoundTripBudget(t *testing.T) {
 				{"first execution", "new", okWork("x"), Executed, []string{"set", "evalsha"}},
 				{"replay", "new", okWork("x"), Replayed, []string{"set"}},
 				{"in-progress duplicate", "held", okWork("x"), InProgress, []string{"set"}},
-				{"failure release", "failing", func(context.Context) (Result, error) { return Result{}, errors.New("x") }, Failed, []string{"set", "evalsha"}},
+				{"failure release", "failing", failWork, Failed, []string{"set", "evalsha"}},
 			} {
 				out, _ := g.Do(ctx, Key{Scope: "budget", ID: tc.key}, fp, tc.work)
 				got := log.take()
@@ -117,16 +106,8 @@ func TestServerCountedCommandsPerRequest(t *testing.T) {
 			g, _ := New(c)
 			ctx := context.Background()
 			fp := FingerprintOf([]byte("body"))
-			g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
-			g.Do(ctx, Key{Scope: "warm", ID: "fail"}, fp, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
-			hold, claimed := make(chan struct{}), make(chan struct{})
-			go g.Do(ctx, Key{Scope: "count", ID: "held"}, fp, func(context.Context) (Result, error) {
-				close(claimed)
-				<-hold
-				return Result{Status: 200}, nil
-			})
-			<-claimed
-			defer close(hold)
+			warmUp(g, fp)
+			holdClaim(t, g, Key{Scope: "count", ID: "held"}, fp)
 			for _, step := range []struct {
 				name string
 				key  string
@@ -136,7 +117,7 @@ func TestServerCountedCommandsPerRequest(t *testing.T) {
 				{"first execution", "new", okWork("x"), tc.first},
 				{"replay", "new", okWork("x"), map[string]int64{"set": 1}},
 				{"in-progress duplicate", "held", okWork("x"), map[string]int64{"set": 1}},
-				{"failure release", "failing", func(context.Context) (Result, error) { return Result{}, errors.New("x") }, map[string]int64{"set": 1, "evalsha": 1, "get": 1, "del": 1}},
+				{"failure release", "failing", failWork, map[string]int64{"set": 1, "evalsha": 1, "get": 1, "del": 1}},
 			} {
 				before := testsupport.CommandStats(t, c)
 				g.Do(ctx, Key{Scope: "count", ID: step.key}, fp, step.work)
@@ -409,9 +390,7 @@ func TestFailOpenRunsWorkUnguardedOnlyWhenAskedTo(t *testing.T) {
 }
 
 func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
-	mr := testsupport.StartMiniredis(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer c.Close()
+	c := testsupport.StartMiniredis(t).NewClient()
 	now := time.Now()
 	g, _ := New(c, WithLocalCache(16, time.Minute), WithClock(func() time.Time { return now }))
 	other, _ := New(c)
@@ -440,20 +419,16 @@ func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
 		t.Fatalf("expired cache entry: %+v", out)
 	}
 	// In-progress records are never cached.
-	hold, claimed := make(chan struct{}), make(chan struct{})
-	go other.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, func(context.Context) (Result, error) { close(claimed); <-hold; return Result{Status: 200}, nil })
-	<-claimed
+	holdClaim(t, other, Key{Scope: "s", ID: "busy"}, fp)
 	g.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, okWork("x"))
 	if out, _ := g.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, okWork("x")); out.Kind != InProgress || out.RoundTrips != 1 {
 		t.Fatalf("in progress: %+v", out)
 	}
-	close(hold)
 }
 
 func TestClaimTTLAndWorkDeadlineFollowTheInvocationDeadline(t *testing.T) {
 	mr := testsupport.StartMiniredis(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer c.Close()
+	c := mr.NewClient()
 	g, _ := New(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -510,8 +485,7 @@ func TestInvalidKeysNeverReachTheStore(t *testing.T) {
 
 func TestCorruptRecordFailsClosed(t *testing.T) {
 	mr := testsupport.StartMiniredis(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer c.Close()
+	c := mr.NewClient()
 	g, _ := New(c)
 	key := Key{Scope: "s", ID: "corrupt"}
 	mr.Set(key.redisKey(defaultPrefix), "not a record")
