@@ -88,12 +88,8 @@ type testPKI struct {
 
 func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{
+	ca, caKey := issue(t, &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "redisconn test CA"},
 		NotBefore:             now.Add(-time.Hour),
@@ -101,20 +97,8 @@ func newTestPKI(t testing.TB) *testPKI {
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvTmpl := &x509.Certificate{
+	}, nil, nil)
+	srv, srvKey := issue(t, &x509.Certificate{
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: "localhost"},
 		NotBefore:    now.Add(-time.Hour),
@@ -123,19 +107,15 @@ func newTestPKI(t testing.TB) *testPKI {
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, ca, caKey)
 	keyDER, err := x509.MarshalECPrivateKey(srvKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &testPKI{
 		roots:   x509.NewCertPool(),
-		caPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}),
+		caPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}),
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Raw}),
 		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 	}
 	p.roots.AddCert(ca)
@@ -143,6 +123,28 @@ func newTestPKI(t testing.TB) *testPKI {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// issue makes a new key and a certificate for it from tmpl, signed by parent with parentKey,
+// or by itself when parent is nil.
+func issue(t testing.TB, tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
 }
 
 // serverTLSConfig is a TLS config for a test server presenting the certificate.
