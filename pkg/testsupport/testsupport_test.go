@@ -291,9 +291,20 @@ func (c *echoConn) roundTrip(line string, timeout time.Duration) (time.Duration,
 	return time.Since(start), nil
 }
 
-func TestProxyAddsLatencyPerDirection(t *testing.T) {
+// echoProxy starts a proxy to an echo server and returns it with a connection through it on
+// which a line has made the round trip.
+func echoProxy(t *testing.T) (*testsupport.Proxy, *echoConn) {
+	t.Helper()
 	p := testsupport.StartProxy(t, startEcho(t))
 	c := dialEcho(t, p.Addr())
+	if _, err := c.roundTrip("before", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return p, c
+}
+
+func TestProxyAddsLatencyPerDirection(t *testing.T) {
+	p, c := echoProxy(t)
 	if d, err := c.roundTrip("warm", 2*time.Second); err != nil || d > 100*time.Millisecond {
 		t.Fatalf("round trip without latency: %v, %v", d, err)
 	}
@@ -316,11 +327,7 @@ func TestProxyAddsLatencyPerDirection(t *testing.T) {
 }
 
 func TestProxyDropClosesOpenConnectionsAndAcceptsNewOnes(t *testing.T) {
-	p := testsupport.StartProxy(t, startEcho(t))
-	c := dialEcho(t, p.Addr())
-	if _, err := c.roundTrip("before", 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	p, c := echoProxy(t)
 	p.Drop()
 	if _, err := c.roundTrip("after", 2*time.Second); err == nil {
 		t.Error("round trip on a dropped connection succeeded")
@@ -333,11 +340,7 @@ func TestProxyDropClosesOpenConnectionsAndAcceptsNewOnes(t *testing.T) {
 }
 
 func TestProxyBlackholeHoldsTrafficUntilResume(t *testing.T) {
-	p := testsupport.StartProxy(t, startEcho(t))
-	open := dialEcho(t, p.Addr())
-	if _, err := open.roundTrip("before", 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	p, open := echoProxy(t)
 	p.Blackhole()
 	if _, err := open.roundTrip("held", 200*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("open connection while blackholed: %v, want a timeout", err)
