@@ -496,8 +496,7 @@ func TestCorruptRecordFailsClosed(t *testing.T) {
 }
 
 func TestOptionsFromEnv(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	opts, err := OptionsFromEnv(env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s", "IDEM_FAIL_OPEN": "true"}), time.Hour)
+	opts, err := OptionsFromEnv(testsupport.Env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s", "IDEM_FAIL_OPEN": "true"}), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,11 +514,11 @@ func TestOptionsFromEnv(t *testing.T) {
 		"IDEM_FAIL_OPEN":  {"IDEM_FAIL_OPEN": "sometimes"},
 	} {
 		var se *setting.Error
-		if _, err := OptionsFromEnv(env(bad), time.Hour); !errors.As(err, &se) || se.Var != name {
+		if _, err := OptionsFromEnv(testsupport.Env(bad), time.Hour); !errors.As(err, &se) || se.Var != name {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := OptionsFromEnv(env(nil), 0); err == nil {
+	if _, err := OptionsFromEnv(testsupport.Env(nil), 0); err == nil {
 		t.Error("zero default result TTL accepted")
 	}
 }

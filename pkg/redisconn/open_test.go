@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 func mustOpen(t *testing.T, s Settings, opts ...Option) *Conn {
@@ -197,7 +198,7 @@ func TestPoolSizeFollowsLambdaConcurrency(t *testing.T) {
 		if tt.env[EnvURL] == "" {
 			tt.env[EnvURL] = "redis://h:6379"
 		}
-		s, err := SettingsFromEnv(envFrom(tt.env))
+		s, err := SettingsFromEnv(testsupport.Env(tt.env))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +213,7 @@ func TestPoolSizeFollowsLambdaConcurrency(t *testing.T) {
 }
 
 func TestClusterSettingBuildsClusterClient(t *testing.T) {
-	s, err := SettingsFromEnv(envFrom(map[string]string{
+	s, err := SettingsFromEnv(testsupport.Env(map[string]string{
 		EnvURL:        "rediss://clustercfg.my-cache.abc123.use1.cache.amazonaws.com:6379?addr=node2.example.com:6379",
 		EnvCluster:    "true",
 		EnvRuntimeAPI: "127.0.0.1:9001",
