@@ -215,11 +215,7 @@ func TestFullRedisRefusesClaimsButStoresResultsOfWorkThatRan(t *testing.T) {
 // contain marker: the server applied it, the client sees its connection die and retries the
 // same command.
 func dropFirstReply(t *testing.T, target string, marker []byte) (addr string, dropped *atomic.Bool) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := testsupport.Listen(t)
 	dropped = &atomic.Bool{}
 	go func() {
 		for {
@@ -372,10 +368,7 @@ func TestRedisLostDuringWorkReportsResultNotStored(t *testing.T) {
 }
 
 func TestFailOpenRunsWorkUnguardedOnlyWhenAskedTo(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens here now
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: testsupport.ClosedAddr(t), DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
 	defer c.Close()
 	closed, _ := New(c)
 	open, _ := New(c, WithFailOpen(true))

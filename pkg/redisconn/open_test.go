@@ -38,10 +38,7 @@ func singleOptions(t *testing.T, c *Conn) *redis.Options {
 // countingListener accepts connections, counts them and leaves them silent.
 func countingListener(t *testing.T) (addr string, accepted *atomic.Int32) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testsupport.Listen(t)
 	accepted = &atomic.Int32{}
 	var conns []net.Conn
 	done := make(chan struct{})
@@ -81,7 +78,7 @@ func TestOpenDoesNotDial(t *testing.T) {
 }
 
 func TestFirstCommandAgainstClosedPortFailsFast(t *testing.T) {
-	addr := closedPort(t)
+	addr := testsupport.ClosedAddr(t)
 	for _, cluster := range []bool{false, true} {
 		start := time.Now()
 		c := mustOpen(t, Settings{URL: "redis://" + addr, Cluster: cluster})
@@ -262,7 +259,7 @@ func TestRedissUsesTLS12WithServerNameFromHost(t *testing.T) {
 }
 
 func TestCloseTwiceReturnsTheFirstResult(t *testing.T) {
-	c, err := Open(context.Background(), Settings{URL: "redis://" + closedPort(t)})
+	c, err := Open(context.Background(), Settings{URL: "redis://" + testsupport.ClosedAddr(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,18 +152,6 @@ func (p *testPKI) serverTLSConfig() *tls.Config {
 	return &tls.Config{Certificates: []tls.Certificate{p.serverCert}, MinVersion: tls.VersionTLS12}
 }
 
-// closedPort returns a loopback address on which nothing listens (a moment ago).
-func closedPort(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // unavailable stops a test that needs something this machine lacks: it fails when the CI
 // environment variable is set, so a broken CI image cannot pass by testing nothing, and skips
 // otherwise.

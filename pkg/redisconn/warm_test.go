@@ -3,7 +3,6 @@ package redisconn
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -54,7 +53,7 @@ func TestWithoutWarmUpOpenDialsNothing(t *testing.T) {
 }
 
 func TestWarmUpNeverFailsOpenWhenRedisIsDown(t *testing.T) {
-	c := mustOpen(t, Settings{URL: "redis://" + closedPort(t)}, WithWarmUp(time.Second))
+	c := mustOpen(t, Settings{URL: "redis://" + testsupport.ClosedAddr(t)}, WithWarmUp(time.Second))
 	if err := c.Warm(context.Background(), time.Second); err == nil {
 		t.Fatal("Warm against a closed port succeeded")
 	}
@@ -63,11 +62,7 @@ func TestWarmUpNeverFailsOpenWhenRedisIsDown(t *testing.T) {
 // A server that accepts and never answers (a security group that drops, a frozen node) must
 // not hold init beyond the limit.
 func TestWarmUpIsBoundedWhenRedisNeverAnswers(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := testsupport.Listen(t)
 	go func() {
 		for {
 			conn, err := ln.Accept()

@@ -236,11 +236,7 @@ func TestClusterFailsOverWhenAMasterIsKilled(t *testing.T) {
 // startEcho starts a TCP server that echoes every line back.
 func startEcho(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := testsupport.Listen(t)
 	go func() {
 		for {
 			c, err := ln.Accept()
