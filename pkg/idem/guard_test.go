@@ -215,57 +215,48 @@ func TestFullRedisRefusesClaimsButStoresResultsOfWorkThatRan(t *testing.T) {
 // contain marker: the server applied it, the client sees its connection die and retries the
 // same command.
 func dropFirstReply(t *testing.T, target string, marker []byte) (addr string, dropped *atomic.Bool) {
-	ln := testsupport.Listen(t)
 	dropped = &atomic.Bool{}
-	go func() {
+	addr = testsupport.Serve(t, func(client net.Conn) {
+		server, err := net.Dial("tcp", target)
+		if err != nil {
+			client.Close()
+			return
+		}
+		var dropNext atomic.Bool
+		go func() {
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := client.Read(buf)
+				if n > 0 {
+					if bytes.Contains(buf[:n], marker) && dropped.CompareAndSwap(false, true) {
+						dropNext.Store(true)
+					}
+					server.Write(buf[:n])
+				}
+				if err != nil {
+					server.Close()
+					return
+				}
+			}
+		}()
+		buf := make([]byte, 64<<10)
 		for {
-			client, err := ln.Accept()
-			if err != nil {
+			n, err := server.Read(buf)
+			if n > 0 && dropNext.Load() {
+				client.Close()
+				server.Close()
 				return
 			}
-			server, err := net.Dial("tcp", target)
+			if n > 0 {
+				client.Write(buf[:n])
+			}
 			if err != nil {
 				client.Close()
 				return
 			}
-			var dropNext atomic.Bool
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := client.Read(buf)
-					if n > 0 {
-						if bytes.Contains(buf[:n], marker) && dropped.CompareAndSwap(false, true) {
-							dropNext.Store(true)
-						}
-						server.Write(buf[:n])
-					}
-					if err != nil {
-						server.Close()
-						return
-					}
-				}
-			}()
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := server.Read(buf)
-					if n > 0 && dropNext.Load() {
-						client.Close()
-						server.Close()
-						return
-					}
-					if n > 0 {
-						client.Write(buf[:n])
-					}
-					if err != nil {
-						client.Close()
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String(), dropped
+	})
+	return addr, dropped
 }
 
 func TestClaimRetriedAfterLostReplyRecognisesItsOwnToken(t *testing.T) {

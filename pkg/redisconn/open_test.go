@@ -38,29 +38,8 @@ func singleOptions(t *testing.T, c *Conn) *redis.Options {
 // countingListener accepts connections, counts them and leaves them silent.
 func countingListener(t *testing.T) (addr string, accepted *atomic.Int32) {
 	t.Helper()
-	l := testsupport.Listen(t)
 	accepted = &atomic.Int32{}
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			conns = append(conns, c)
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String(), accepted
+	return testsupport.Serve(t, func(net.Conn) { accepted.Add(1) }), accepted
 }
 
 func TestOpenDoesNotDial(t *testing.T) {

@@ -3,6 +3,7 @@ package redisconn
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -62,19 +63,10 @@ func TestWarmUpNeverFailsOpenWhenRedisIsDown(t *testing.T) {
 // A server that accepts and never answers (a security group that drops, a frozen node) must
 // not hold init beyond the limit.
 func TestWarmUpIsBoundedWhenRedisNeverAnswers(t *testing.T) {
-	ln := testsupport.Listen(t)
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { conn.Close() })
-		}
-	}()
+	addr := testsupport.Serve(t, func(net.Conn) {})
 	pki := newTestPKI(t)
 	// Long client timeouts, so only Warm's own limit can end the wait.
-	c := mustOpen(t, Settings{URL: "rediss://" + ln.Addr().String()}, WithRootCAs(pki.roots),
+	c := mustOpen(t, Settings{URL: "rediss://" + addr}, WithRootCAs(pki.roots),
 		WithTimeouts(time.Minute, time.Minute, time.Minute))
 	const limit = 200 * time.Millisecond
 	done := make(chan error, 1)

@@ -5,34 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
-	"testing"
 )
-
-// Listen returns a TCP listener on a free port of 127.0.0.1, closed at cleanup.
-func Listen(t testing.TB) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("testsupport: listen: %v", err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	return ln
-}
-
-// ClosedAddr returns a loopback address on which nothing listens (as of a moment ago), so a
-// dial to it is refused.
-func ClosedAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("testsupport: listen: %v", err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatalf("testsupport: close listener: %v", err)
-	}
-	return addr
-}
 
 // freePort returns a loopback TCP port that was free a moment ago. Another process can still
 // take it before the caller binds it, so callers retry with a new port when a server fails to

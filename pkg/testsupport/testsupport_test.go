@@ -236,20 +236,10 @@ func TestClusterFailsOverWhenAMasterIsKilled(t *testing.T) {
 // startEcho starts a TCP server that echoes every line back.
 func startEcho(t *testing.T) string {
 	t.Helper()
-	ln := testsupport.Listen(t)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return testsupport.Serve(t, func(c net.Conn) {
+		_, _ = io.Copy(c, c)
+		c.Close()
+	})
 }
 
 // echoConn is a client connection to an echo server through the proxy.
@@ -422,5 +412,19 @@ func TestCommandCounterCountsCommandsRoundTripsAndDials(t *testing.T) {
 	}
 	if got := [3]int64{n.Commands.Load(), n.RoundTrips.Load(), n.Dials.Load()}; got != [3]int64{3, 2, 0} {
 		t.Fatalf("commands, round trips, dials = %v; want [3 2 0]", got)
+	}
+}
+
+func TestClosedAddrRefusesADial(t *testing.T) {
+	if c, err := net.DialTimeout("tcp", testsupport.ClosedAddr(t), time.Second); err == nil {
+		c.Close()
+		t.Fatal("a dial to ClosedAddr was accepted")
+	}
+}
+
+func TestEnvReadsTheMap(t *testing.T) {
+	env := testsupport.Env(map[string]string{"A": "1"})
+	if env("A") != "1" || env("B") != "" {
+		t.Fatalf("Env: A=%q B=%q, want 1 and empty", env("A"), env("B"))
 	}
 }
