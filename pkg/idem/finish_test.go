@@ -141,8 +141,7 @@ func TestFinishScriptOnRedisCluster(t *testing.T) {
 }
 
 func TestFinishScriptOnMiniredis(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: testsupport.StartMiniredis(t).Addr()})
-	t.Cleanup(func() { c.Close() })
+	c := testsupport.StartMiniredis(t).NewClient()
 	testFinishScriptRepliesPerKey(t, c, "idem")
 }
 

@@ -65,20 +65,9 @@ func TestRoundTripBudget(t *testing.T) {
 			}
 			ctx := context.Background()
 			fp := FingerprintOf([]byte("body"))
-			// Load both scripts into the server's cache, as the first calls of an environment do.
-			g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
-			g.Do(ctx, Key{Scope: "warm", ID: "fail"}, fp, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
+			warmUp(g, fp)
+			holdClaim(t, g, Key{Scope: "budget", ID: "held"}, fp)
 			log.take()
-
-			hold, claimed := make(chan struct{}), make(chan struct{})
-			go g.Do(ctx, Key{Scope: "budget", ID: "held"}, fp, func(context.Context) (Result, error) {
-				close(claimed)
-				<-hold
-				return Result{Status: 200}, nil
-			})
-			<-claimed
-			log.take()
-			defer close(hold)
 
 			for _, tc := range []struct {
 				name string
@@ -90,7 +79,7 @@ func TestRoundTripBudget(t *testing.T) {
 				{"first execution", "new", okWork("x"), Executed, []string{"set", "evalsha"}},
 				{"replay", "new", okWork("x"), Replayed, []string{"set"}},
 				{"in-progress duplicate", "held", okWork("x"), InProgress, []string{"set"}},
-				{"failure release", "failing", func(context.Context) (Result, error) { return Result{}, errors.New("x") }, Failed, []string{"set", "evalsha"}},
+				{"failure release", "failing", failWork, Failed, []string{"set", "evalsha"}},
 			} {
 				out, _ := g.Do(ctx, Key{Scope: "budget", ID: tc.key}, fp, tc.work)
 				got := log.take()
@@ -117,16 +106,8 @@ func TestServerCountedCommandsPerRequest(t *testing.T) {
 			g, _ := New(c)
 			ctx := context.Background()
 			fp := FingerprintOf([]byte("body"))
-			g.Do(ctx, Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
-			g.Do(ctx, Key{Scope: "warm", ID: "fail"}, fp, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
-			hold, claimed := make(chan struct{}), make(chan struct{})
-			go g.Do(ctx, Key{Scope: "count", ID: "held"}, fp, func(context.Context) (Result, error) {
-				close(claimed)
-				<-hold
-				return Result{Status: 200}, nil
-			})
-			<-claimed
-			defer close(hold)
+			warmUp(g, fp)
+			holdClaim(t, g, Key{Scope: "count", ID: "held"}, fp)
 			for _, step := range []struct {
 				name string
 				key  string
@@ -136,7 +117,7 @@ func TestServerCountedCommandsPerRequest(t *testing.T) {
 				{"first execution", "new", okWork("x"), tc.first},
 				{"replay", "new", okWork("x"), map[string]int64{"set": 1}},
 				{"in-progress duplicate", "held", okWork("x"), map[string]int64{"set": 1}},
-				{"failure release", "failing", func(context.Context) (Result, error) { return Result{}, errors.New("x") }, map[string]int64{"set": 1, "evalsha": 1, "get": 1, "del": 1}},
+				{"failure release", "failing", failWork, map[string]int64{"set": 1, "evalsha": 1, "get": 1, "del": 1}},
 			} {
 				before := testsupport.CommandStats(t, c)
 				g.Do(ctx, Key{Scope: "count", ID: step.key}, fp, step.work)
@@ -234,61 +215,48 @@ func TestFullRedisRefusesClaimsButStoresResultsOfWorkThatRan(t *testing.T) {
 // contain marker: the server applied it, the client sees its connection die and retries the
 // same command.
 func dropFirstReply(t *testing.T, target string, marker []byte) (addr string, dropped *atomic.Bool) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	dropped = &atomic.Bool{}
-	go func() {
+	addr = testsupport.Serve(t, func(client net.Conn) {
+		server, err := net.Dial("tcp", target)
+		if err != nil {
+			client.Close()
+			return
+		}
+		var dropNext atomic.Bool
+		go func() {
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := client.Read(buf)
+				if n > 0 {
+					if bytes.Contains(buf[:n], marker) && dropped.CompareAndSwap(false, true) {
+						dropNext.Store(true)
+					}
+					server.Write(buf[:n])
+				}
+				if err != nil {
+					server.Close()
+					return
+				}
+			}
+		}()
+		buf := make([]byte, 64<<10)
 		for {
-			client, err := ln.Accept()
-			if err != nil {
+			n, err := server.Read(buf)
+			if n > 0 && dropNext.Load() {
+				client.Close()
+				server.Close()
 				return
 			}
-			server, err := net.Dial("tcp", target)
+			if n > 0 {
+				client.Write(buf[:n])
+			}
 			if err != nil {
 				client.Close()
 				return
 			}
-			var dropNext atomic.Bool
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := client.Read(buf)
-					if n > 0 {
-						if bytes.Contains(buf[:n], marker) && dropped.CompareAndSwap(false, true) {
-							dropNext.Store(true)
-						}
-						server.Write(buf[:n])
-					}
-					if err != nil {
-						server.Close()
-						return
-					}
-				}
-			}()
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := server.Read(buf)
-					if n > 0 && dropNext.Load() {
-						client.Close()
-						server.Close()
-						return
-					}
-					if n > 0 {
-						client.Write(buf[:n])
-					}
-					if err != nil {
-						client.Close()
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String(), dropped
+	})
+	return addr, dropped
 }
 
 func TestClaimRetriedAfterLostReplyRecognisesItsOwnToken(t *testing.T) {
@@ -391,10 +359,7 @@ func TestRedisLostDuringWorkReportsResultNotStored(t *testing.T) {
 }
 
 func TestFailOpenRunsWorkUnguardedOnlyWhenAskedTo(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens here now
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: testsupport.ClosedAddr(t), DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
 	defer c.Close()
 	closed, _ := New(c)
 	open, _ := New(c, WithFailOpen(true))
@@ -409,9 +374,7 @@ func TestFailOpenRunsWorkUnguardedOnlyWhenAskedTo(t *testing.T) {
 }
 
 func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
-	mr := testsupport.StartMiniredis(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer c.Close()
+	c := testsupport.StartMiniredis(t).NewClient()
 	now := time.Now()
 	g, _ := New(c, WithLocalCache(16, time.Minute), WithClock(func() time.Time { return now }))
 	other, _ := New(c)
@@ -440,20 +403,16 @@ func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
 		t.Fatalf("expired cache entry: %+v", out)
 	}
 	// In-progress records are never cached.
-	hold, claimed := make(chan struct{}), make(chan struct{})
-	go other.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, func(context.Context) (Result, error) { close(claimed); <-hold; return Result{Status: 200}, nil })
-	<-claimed
+	holdClaim(t, other, Key{Scope: "s", ID: "busy"}, fp)
 	g.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, okWork("x"))
 	if out, _ := g.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, okWork("x")); out.Kind != InProgress || out.RoundTrips != 1 {
 		t.Fatalf("in progress: %+v", out)
 	}
-	close(hold)
 }
 
 func TestClaimTTLAndWorkDeadlineFollowTheInvocationDeadline(t *testing.T) {
 	mr := testsupport.StartMiniredis(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer c.Close()
+	c := mr.NewClient()
 	g, _ := New(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -510,8 +469,7 @@ func TestInvalidKeysNeverReachTheStore(t *testing.T) {
 
 func TestCorruptRecordFailsClosed(t *testing.T) {
 	mr := testsupport.StartMiniredis(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer c.Close()
+	c := mr.NewClient()
 	g, _ := New(c)
 	key := Key{Scope: "s", ID: "corrupt"}
 	mr.Set(key.redisKey(defaultPrefix), "not a record")
@@ -522,8 +480,7 @@ func TestCorruptRecordFailsClosed(t *testing.T) {
 }
 
 func TestOptionsFromEnv(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	opts, err := OptionsFromEnv(env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s", "IDEM_FAIL_OPEN": "true"}), time.Hour)
+	opts, err := OptionsFromEnv(testsupport.Env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s", "IDEM_FAIL_OPEN": "true"}), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,11 +498,11 @@ func TestOptionsFromEnv(t *testing.T) {
 		"IDEM_FAIL_OPEN":  {"IDEM_FAIL_OPEN": "sometimes"},
 	} {
 		var se *setting.Error
-		if _, err := OptionsFromEnv(env(bad), time.Hour); !errors.As(err, &se) || se.Var != name {
+		if _, err := OptionsFromEnv(testsupport.Env(bad), time.Hour); !errors.As(err, &se) || se.Var != name {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := OptionsFromEnv(env(nil), 0); err == nil {
+	if _, err := OptionsFromEnv(testsupport.Env(nil), 0); err == nil {
 		t.Error("zero default result TTL accepted")
 	}
 }

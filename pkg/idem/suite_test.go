@@ -26,13 +26,9 @@ type backend struct {
 func miniredisBackend(t *testing.T) backend {
 	mr := testsupport.StartMiniredis(t)
 	return backend{
-		newClient: func(t *testing.T) redis.UniversalClient {
-			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-			t.Cleanup(func() { c.Close() })
-			return c
-		},
-		prefix:  "idem",
-		advance: mr.FastForward,
+		newClient: func(*testing.T) redis.UniversalClient { return mr.NewClient() },
+		prefix:    "idem",
+		advance:   mr.FastForward,
 	}
 }
 
@@ -77,17 +73,55 @@ func okWork(body string) Work {
 	}
 }
 
-// runSuite checks the core's behaviour against one backend.
+// failWork is work that fails.
+func failWork(context.Context) (Result, error) { return Result{}, errors.New("x") }
+
+// warmUp loads both of g's scripts into the server's cache, as the first calls of an
+// environment do.
+func warmUp(g *Guard, fp Fingerprint) {
+	g.Do(context.Background(), Key{Scope: "warm", ID: "ok"}, fp, okWork("x"))
+	g.Do(context.Background(), Key{Scope: "warm", ID: "fail"}, fp, failWork)
+}
+
+// holdClaim starts g.Do of key with work that waits until the test ends, and returns once the
+// key is claimed.
+func holdClaim(t *testing.T, g *Guard, key Key, fp Fingerprint) {
+	hold, claimed := make(chan struct{}), make(chan struct{})
+	go g.Do(context.Background(), key, fp, func(context.Context) (Result, error) {
+		close(claimed)
+		<-hold
+		return Result{Status: 200}, nil
+	})
+	<-claimed
+	t.Cleanup(func() { close(hold) })
+}
+
+// suite is the behaviour checked against every backend: the core's, then Wrap's.
+var suite = []struct {
+	name string
+	run  func(*testing.T, backend)
+}{
+	{"FirstDeliveryExecutesThenReplays", testFirstDeliveryExecutesThenReplays},
+	{"InProgressDuplicateIsRefused", testInProgressDuplicateIsRefused},
+	{"DifferentPayloadIsMismatch", testDifferentPayloadIsMismatch},
+	{"FailureReleasesClaimAndCachesNothing", testFailureReleasesClaim},
+	{"SuccessAfterTheDeadlineIsStoredWhileTheClaimIsOurs", testSuccessAfterTheDeadlineIsStored},
+	{"ExpiredClaimIsNotOverwrittenByLateOwner", testExpiredClaimIsNotOverwrittenByLateOwner},
+	{"LateFailureDoesNotReleaseNewOwnersClaim", testLateFailureDoesNotReleaseNewOwnersClaim},
+	{"ConcurrentEnvironmentsExecuteOnce", testConcurrentEnvironmentsExecuteOnce},
+	{"EveryKeyHasAnExpiry", testEveryKeyHasAnExpiry},
+	{"WrapConcurrentCallsWithOneKeyExecuteOnce", testWrapConcurrentCallsExecuteOnce},
+	{"WrapFailedCallReleasesTheClaim", testWrapFailureReleasesClaim},
+	{"WrapReplayReturnsTheFirstResultDecoded", testWrapReplayDecodes},
+	{"WrapKeyWithAnotherInputIsMismatch", testWrapMismatch},
+	{"WrapDefaultKeyIsTheWholeInput", testWrapDefaultKey},
+}
+
+// runSuite checks the suite against one backend.
 func runSuite(t *testing.T, b backend) {
-	t.Run("FirstDeliveryExecutesThenReplays", func(t *testing.T) { testFirstDeliveryExecutesThenReplays(t, b) })
-	t.Run("InProgressDuplicateIsRefused", func(t *testing.T) { testInProgressDuplicateIsRefused(t, b) })
-	t.Run("DifferentPayloadIsMismatch", func(t *testing.T) { testDifferentPayloadIsMismatch(t, b) })
-	t.Run("FailureReleasesClaimAndCachesNothing", func(t *testing.T) { testFailureReleasesClaim(t, b) })
-	t.Run("SuccessAfterTheDeadlineIsStoredWhileTheClaimIsOurs", func(t *testing.T) { testSuccessAfterTheDeadlineIsStored(t, b) })
-	t.Run("ExpiredClaimIsNotOverwrittenByLateOwner", func(t *testing.T) { testExpiredClaimIsNotOverwrittenByLateOwner(t, b) })
-	t.Run("LateFailureDoesNotReleaseNewOwnersClaim", func(t *testing.T) { testLateFailureDoesNotReleaseNewOwnersClaim(t, b) })
-	t.Run("ConcurrentEnvironmentsExecuteOnce", func(t *testing.T) { testConcurrentEnvironmentsExecuteOnce(t, b) })
-	t.Run("EveryKeyHasAnExpiry", func(t *testing.T) { testEveryKeyHasAnExpiry(t, b) })
+	for _, tc := range suite {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
+	}
 }
 
 func testFirstDeliveryExecutesThenReplays(t *testing.T, b backend) {
@@ -384,17 +418,9 @@ func testEveryKeyHasAnExpiry(t *testing.T, b backend) {
 	c := b.newClient(t)
 	g := b.guard(t, c)
 	ctx := context.Background()
-	hold := make(chan struct{})
-	claimed := make(chan struct{})
-	go g.Do(ctx, Key{Scope: "ttl", ID: "in-progress"}, Fingerprint{}, func(context.Context) (Result, error) {
-		close(claimed)
-		<-hold
-		return Result{}, nil
-	})
-	<-claimed
-	defer close(hold)
+	holdClaim(t, g, Key{Scope: "ttl", ID: "in-progress"}, Fingerprint{})
 	g.Do(ctx, Key{Scope: "ttl", ID: "completed"}, Fingerprint{}, okWork("done"))
-	g.Do(ctx, Key{Scope: "ttl", ID: "failed"}, Fingerprint{}, func(context.Context) (Result, error) { return Result{}, errors.New("x") })
+	g.Do(ctx, Key{Scope: "ttl", ID: "failed"}, Fingerprint{}, failWork)
 	for _, id := range []string{"in-progress", "completed"} {
 		k := Key{Scope: "ttl", ID: id}.redisKey(b.prefix)
 		ttl, err := c.PTTL(ctx, k).Result()

@@ -27,15 +27,6 @@ type receipt struct {
 
 func orderID(o order) string { return o.ID }
 
-// runTypedSuite checks Wrap against one backend.
-func runTypedSuite(t *testing.T, b backend) {
-	t.Run("ConcurrentCallsWithOneKeyExecuteOnce", func(t *testing.T) { testWrapConcurrentCallsExecuteOnce(t, b) })
-	t.Run("FailedCallReleasesTheClaim", func(t *testing.T) { testWrapFailureReleasesClaim(t, b) })
-	t.Run("ReplayReturnsTheFirstResultDecoded", func(t *testing.T) { testWrapReplayDecodes(t, b) })
-	t.Run("KeyWithAnotherInputIsMismatch", func(t *testing.T) { testWrapMismatch(t, b) })
-	t.Run("DefaultKeyIsTheWholeInput", func(t *testing.T) { testWrapDefaultKey(t, b) })
-}
-
 // 50 calls with one key, from 4 environments at once: the function runs once, the others are
 // told it is in progress (or, if they come late, get its result).
 func testWrapConcurrentCallsExecuteOnce(t *testing.T, b backend) {
@@ -160,10 +151,6 @@ func testWrapDefaultKey(t *testing.T, b backend) {
 		t.Fatal("an input that is not JSON got a key")
 	}
 }
-
-func TestWrapOnMiniredis(t *testing.T)    { runTypedSuite(t, miniredisBackend(t)) }
-func TestWrapOnRealRedis(t *testing.T)    { runTypedSuite(t, sharedRedisBackend(t)) }
-func TestWrapOnRedisCluster(t *testing.T) { runTypedSuite(t, clusterBackend(t)) }
 
 // Wrap costs what Do costs: 2 round trips for a first call, 1 for a replay or an in-progress
 // duplicate.

@@ -51,22 +51,23 @@ type transacting struct {
 	conflicts int // the next this many transactions are canceled with TransactionConflict
 }
 
+// locked calls op with mu held.
+func locked[In, Out any](mu *sync.Mutex, op func(context.Context, In, ...func(*dynamodb.Options)) (Out, error), ctx context.Context, in In, opts []func(*dynamodb.Options)) (Out, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	return op(ctx, in, opts...)
+}
+
 func (c *transacting) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.Client.GetItem(ctx, in, opts...)
+	return locked(&c.mu, c.Client.GetItem, ctx, in, opts)
 }
 
 func (c *transacting) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.Client.PutItem(ctx, in, opts...)
+	return locked(&c.mu, c.Client.PutItem, ctx, in, opts)
 }
 
 func (c *transacting) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.Client.DeleteItem(ctx, in, opts...)
+	return locked(&c.mu, c.Client.DeleteItem, ctx, in, opts)
 }
 
 func (c *transacting) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {

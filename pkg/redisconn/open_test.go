@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 func mustOpen(t *testing.T, s Settings, opts ...Option) *Conn {
@@ -37,32 +38,8 @@ func singleOptions(t *testing.T, c *Conn) *redis.Options {
 // countingListener accepts connections, counts them and leaves them silent.
 func countingListener(t *testing.T) (addr string, accepted *atomic.Int32) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	accepted = &atomic.Int32{}
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			conns = append(conns, c)
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String(), accepted
+	return testsupport.Serve(t, func(net.Conn) { accepted.Add(1) }), accepted
 }
 
 func TestOpenDoesNotDial(t *testing.T) {
@@ -80,7 +57,7 @@ func TestOpenDoesNotDial(t *testing.T) {
 }
 
 func TestFirstCommandAgainstClosedPortFailsFast(t *testing.T) {
-	addr := closedPort(t)
+	addr := testsupport.ClosedAddr(t)
 	for _, cluster := range []bool{false, true} {
 		start := time.Now()
 		c := mustOpen(t, Settings{URL: "redis://" + addr, Cluster: cluster})
@@ -197,7 +174,7 @@ func TestPoolSizeFollowsLambdaConcurrency(t *testing.T) {
 		if tt.env[EnvURL] == "" {
 			tt.env[EnvURL] = "redis://h:6379"
 		}
-		s, err := SettingsFromEnv(envFrom(tt.env))
+		s, err := SettingsFromEnv(testsupport.Env(tt.env))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +189,7 @@ func TestPoolSizeFollowsLambdaConcurrency(t *testing.T) {
 }
 
 func TestClusterSettingBuildsClusterClient(t *testing.T) {
-	s, err := SettingsFromEnv(envFrom(map[string]string{
+	s, err := SettingsFromEnv(testsupport.Env(map[string]string{
 		EnvURL:        "rediss://clustercfg.my-cache.abc123.use1.cache.amazonaws.com:6379?addr=node2.example.com:6379",
 		EnvCluster:    "true",
 		EnvRuntimeAPI: "127.0.0.1:9001",
@@ -261,7 +238,7 @@ func TestRedissUsesTLS12WithServerNameFromHost(t *testing.T) {
 }
 
 func TestCloseTwiceReturnsTheFirstResult(t *testing.T) {
-	c, err := Open(context.Background(), Settings{URL: "redis://" + closedPort(t)})
+	c, err := Open(context.Background(), Settings{URL: "redis://" + testsupport.ClosedAddr(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

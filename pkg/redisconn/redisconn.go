@@ -24,6 +24,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -204,27 +205,28 @@ func Open(ctx context.Context, s Settings, opts ...Option) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	urlUser := ""
+	var f clientFields
+	maxRetries := DefaultMaxRetries
 	if cluster != nil {
-		urlUser = cluster.Username
+		f, maxRetries = fieldsOf(cluster), -1
+		setDefault(&cluster.MaxRedirects, DefaultMaxRedirects)
+		cluster.ReadOnly = false
 	} else {
-		urlUser = single.Username
+		f = fieldsOf(single)
 	}
-	creds, err := o.auth(ctx, s, urlUser)
+	creds, err := o.auth(ctx, s, *f.Username)
 	if err != nil {
 		return nil, err
 	}
+	o.applyShared(f, s, maxRetries)
+	creds.apply(f)
 	if cluster != nil {
-		o.applyCluster(cluster, s)
-		creds.apply(&cluster.Username, &cluster.Password, &cluster.CredentialsProviderContext, &cluster.ConnMaxLifetime)
 		cc := redis.NewClusterClient(cluster)
 		cc.AddHook(reloadOnNetworkError{cluster: cc})
 		c := &Conn{Client: cc, addr: cluster.Addrs[0]}
 		o.warmUpConn(ctx, c)
 		return c, nil
 	}
-	o.apply(single, s)
-	creds.apply(&single.Username, &single.Password, &single.CredentialsProviderContext, &single.ConnMaxLifetime)
 	c := &Conn{Client: redis.NewClient(single), addr: single.Addr}
 	o.warmUpConn(ctx, c)
 	return c, nil
@@ -261,19 +263,18 @@ func (o *options) auth(ctx context.Context, s Settings, urlUser string) (auth, e
 	return auth{}, nil
 }
 
-// apply sets c on the fields of a client's options. It takes the fields rather than the
-// options because redis.Options and redis.ClusterOptions share these fields but no type.
-func (c auth) apply(username, password *string, provider *func(context.Context) (string, string, error), maxLifetime *time.Duration) {
+// apply sets c on the fields of a client's options.
+func (c auth) apply(f clientFields) {
 	if c.password != "" {
-		*password = c.password
+		*f.Password = c.password
 		if c.username != "" {
-			*username = c.username
+			*f.Username = c.username
 		}
 	}
 	if c.iam != nil {
-		*provider = c.iam
+		*f.CredentialsProviderContext = c.iam
 		// ElastiCache closes a connection 12 hours after its AUTH.
-		setDefault(maxLifetime, IAMConnMaxLifetime)
+		setDefault(f.ConnMaxLifetime, IAMConnMaxLifetime)
 	}
 }
 
@@ -290,65 +291,52 @@ func setDefault[T comparable](p *T, v T) {
 	}
 }
 
-// clientFields points at the fields redis.Options and redis.ClusterOptions share (the two
-// types have no common one), so that one function gives both clients the same defaults.
+// clientFields points at the fields redis.Options and redis.ClusterOptions share, so that
+// one function gives both clients the same defaults and credentials. Each field is named and
+// typed like the one it points at; fieldsOf fills them.
 type clientFields struct {
-	dialTimeout, readTimeout, writeTimeout *time.Duration
-	minRetryBackoff, maxRetryBackoff       *time.Duration
-	connMaxIdleTime                        *time.Duration
-	maxRetries, poolSize, pipelinePoolSize *int
-	dialerRetries                          *int
-	contextTimeoutEnabled, disableIdentity *bool
-	maintNotifications                     **maintnotifications.Config
-	tls                                    *tls.Config
+	DialTimeout, ReadTimeout, WriteTimeout *time.Duration
+	MinRetryBackoff, MaxRetryBackoff       *time.Duration
+	ConnMaxIdleTime, ConnMaxLifetime       *time.Duration
+	MaxRetries, PoolSize, PipelinePoolSize *int
+	DialerRetries                          *int
+	ContextTimeoutEnabled, DisableIdentity *bool
+	MaintNotificationsConfig               **maintnotifications.Config
+	TLSConfig                              **tls.Config
+	Username, Password                     *string
+	CredentialsProviderContext             *func(context.Context) (string, string, error)
+}
+
+// fieldsOf points the fields of a clientFields at those of the same name in r. The two option
+// types have no common interface, but share these fields; a field either lacks panics, which
+// every Open (and so every test of it) would show.
+func fieldsOf[T redis.Options | redis.ClusterOptions](r *T) clientFields {
+	var f clientFields
+	src, dst := reflect.ValueOf(r).Elem(), reflect.ValueOf(&f).Elem()
+	for i := range dst.NumField() {
+		dst.Field(i).Set(src.FieldByName(dst.Type().Field(i).Name).Addr())
+	}
+	return f
 }
 
 // applyShared sets the defaults every client gets; maxRetries is the one that differs: a
 // cluster client retries through redirects, and -1 leaves that to MaxRedirects.
 func (o *options) applyShared(f clientFields, s Settings, maxRetries int) {
-	setDefault(f.dialTimeout, o.dialTimeout)
-	setDefault(f.readTimeout, o.readTimeout)
-	setDefault(f.writeTimeout, o.writeTimeout)
-	setDefault(f.maxRetries, maxRetries)
-	setDefault(f.minRetryBackoff, minRetryBackoff)
-	setDefault(f.maxRetryBackoff, maxRetryBackoff)
-	setDefault(f.poolSize, poolSize(s))
-	setDefault(f.connMaxIdleTime, DefaultConnMaxIdleTime)
-	setDefault(f.pipelinePoolSize, -1)
+	setDefault(f.DialTimeout, o.dialTimeout)
+	setDefault(f.ReadTimeout, o.readTimeout)
+	setDefault(f.WriteTimeout, o.writeTimeout)
+	setDefault(f.MaxRetries, maxRetries)
+	setDefault(f.MinRetryBackoff, minRetryBackoff)
+	setDefault(f.MaxRetryBackoff, maxRetryBackoff)
+	setDefault(f.PoolSize, poolSize(s))
+	setDefault(f.ConnMaxIdleTime, DefaultConnMaxIdleTime)
+	setDefault(f.PipelinePoolSize, -1)
 	// The command retry re-dials; dial retries on top would multiply the time to fail.
-	setDefault(f.dialerRetries, 1)
-	*f.contextTimeoutEnabled = true
-	*f.disableIdentity = true
-	*f.maintNotifications = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	o.applyTLS(f.tls)
-}
-
-func (o *options) apply(r *redis.Options, s Settings) {
-	o.applyShared(clientFields{
-		dialTimeout: &r.DialTimeout, readTimeout: &r.ReadTimeout, writeTimeout: &r.WriteTimeout,
-		minRetryBackoff: &r.MinRetryBackoff, maxRetryBackoff: &r.MaxRetryBackoff,
-		connMaxIdleTime: &r.ConnMaxIdleTime,
-		maxRetries:      &r.MaxRetries, poolSize: &r.PoolSize, pipelinePoolSize: &r.PipelinePoolSize,
-		dialerRetries:         &r.DialerRetries,
-		contextTimeoutEnabled: &r.ContextTimeoutEnabled, disableIdentity: &r.DisableIdentity,
-		maintNotifications: &r.MaintNotificationsConfig,
-		tls:                r.TLSConfig,
-	}, s, DefaultMaxRetries)
-}
-
-func (o *options) applyCluster(r *redis.ClusterOptions, s Settings) {
-	setDefault(&r.MaxRedirects, DefaultMaxRedirects)
-	r.ReadOnly = false
-	o.applyShared(clientFields{
-		dialTimeout: &r.DialTimeout, readTimeout: &r.ReadTimeout, writeTimeout: &r.WriteTimeout,
-		minRetryBackoff: &r.MinRetryBackoff, maxRetryBackoff: &r.MaxRetryBackoff,
-		connMaxIdleTime: &r.ConnMaxIdleTime,
-		maxRetries:      &r.MaxRetries, poolSize: &r.PoolSize, pipelinePoolSize: &r.PipelinePoolSize,
-		dialerRetries:         &r.DialerRetries,
-		contextTimeoutEnabled: &r.ContextTimeoutEnabled, disableIdentity: &r.DisableIdentity,
-		maintNotifications: &r.MaintNotificationsConfig,
-		tls:                r.TLSConfig,
-	}, s, -1)
+	setDefault(f.DialerRetries, 1)
+	*f.ContextTimeoutEnabled = true
+	*f.DisableIdentity = true
+	*f.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	o.applyTLS(*f.TLSConfig)
 }
 
 // applyTLS completes the TLS config go-redis's URL parsers make for rediss://, which sets the

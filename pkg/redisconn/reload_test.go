@@ -11,21 +11,14 @@ import (
 )
 
 func TestOnlyErrorsWithoutAReplyTriggerAClusterReload(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{nil, false},
-		{redis.Nil, false},
-		{context.Canceled, false},
-		{redis.ErrNoScript, false},
-		{io.EOF, true},
-		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
-		{context.DeadlineExceeded, true},
-		{redis.ErrPoolTimeout, true},
+	for want, errs := range map[bool][]error{
+		false: {nil, redis.Nil, context.Canceled, redis.ErrNoScript},
+		true:  {io.EOF, &net.OpError{Op: "dial", Err: errors.New("connection refused")}, context.DeadlineExceeded, redis.ErrPoolTimeout},
 	} {
-		if got := noReply(tc.err); got != tc.want {
-			t.Errorf("noReply(%v) = %v, want %v", tc.err, got, tc.want)
+		for _, err := range errs {
+			if got := noReply(err); got != want {
+				t.Errorf("noReply(%v) = %v, want %v", err, got, want)
+			}
 		}
 	}
 }

@@ -6,11 +6,8 @@ import (
 	"testing"
 
 	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
-
-func envFrom(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
-}
 
 func TestSettingsFromEnv(t *testing.T) {
 	tests := []struct {
@@ -70,7 +67,7 @@ func TestSettingsFromEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := SettingsFromEnv(envFrom(tt.env))
+			got, err := SettingsFromEnv(testsupport.Env(tt.env))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +127,7 @@ func TestSettingsFromEnvNamesTheBadVariable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := SettingsFromEnv(envFrom(tt.env))
+			_, err := SettingsFromEnv(testsupport.Env(tt.env))
 			var se *setting.Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want a *setting.Error", err)

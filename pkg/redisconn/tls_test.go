@@ -33,7 +33,7 @@ func startTLSRedisServer(t *testing.T, pki *testPKI, password string) string {
 	}
 	var lastOut string
 	for range 3 { // the free port may be taken before redis-server binds it
-		port := closedPort(t)
+		port := testsupport.ClosedAddr(t)
 		_, p, _ := net.SplitHostPort(port)
 		cmd := exec.Command(bin,
 			"--port", "0",

@@ -54,7 +54,7 @@ func TestWithoutWarmUpOpenDialsNothing(t *testing.T) {
 }
 
 func TestWarmUpNeverFailsOpenWhenRedisIsDown(t *testing.T) {
-	c := mustOpen(t, Settings{URL: "redis://" + closedPort(t)}, WithWarmUp(time.Second))
+	c := mustOpen(t, Settings{URL: "redis://" + testsupport.ClosedAddr(t)}, WithWarmUp(time.Second))
 	if err := c.Warm(context.Background(), time.Second); err == nil {
 		t.Fatal("Warm against a closed port succeeded")
 	}
@@ -63,23 +63,10 @@ func TestWarmUpNeverFailsOpenWhenRedisIsDown(t *testing.T) {
 // A server that accepts and never answers (a security group that drops, a frozen node) must
 // not hold init beyond the limit.
 func TestWarmUpIsBoundedWhenRedisNeverAnswers(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { conn.Close() })
-		}
-	}()
+	addr := testsupport.Serve(t, func(net.Conn) {})
 	pki := newTestPKI(t)
 	// Long client timeouts, so only Warm's own limit can end the wait.
-	c := mustOpen(t, Settings{URL: "rediss://" + ln.Addr().String()}, WithRootCAs(pki.roots),
+	c := mustOpen(t, Settings{URL: "rediss://" + addr}, WithRootCAs(pki.roots),
 		WithTimeouts(time.Minute, time.Minute, time.Minute))
 	const limit = 200 * time.Millisecond
 	done := make(chan error, 1)

@@ -11,13 +11,10 @@ import (
 	"github.com/idemlambda/idem/pkg/redisguard"
 	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/testsupport"
-	"github.com/redis/go-redis/v9"
 )
 
 func TestOpenUsesTheGivenClientAndOpensNothing(t *testing.T) {
-	m := testsupport.StartMiniredis(t)
-	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = client.Close() })
+	client := testsupport.StartMiniredis(t).NewClient()
 
 	guard, conn, err := redisguard.Open(t.Context(), redisguard.Config{Client: client})
 	if err != nil || guard == nil {
@@ -54,9 +51,7 @@ func TestOpenReportsABadSettingAsASettingError(t *testing.T) {
 }
 
 func TestOpenLeavesTheGivenClientOpenWhenTheGuardCannotBeBuilt(t *testing.T) {
-	m := testsupport.StartMiniredis(t)
-	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = client.Close() })
+	client := testsupport.StartMiniredis(t).NewClient()
 
 	_, _, err := redisguard.Open(t.Context(), redisguard.Config{
 		Client:       client,

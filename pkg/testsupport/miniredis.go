@@ -9,14 +9,29 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/alicebob/miniredis/v2/server"
+	"github.com/redis/go-redis/v9"
 )
+
+// Miniredis is a miniredis server started by [StartMiniredis]: every method of
+// *miniredis.Miniredis, and clients for it.
+type Miniredis struct {
+	*miniredis.Miniredis
+	t testing.TB
+}
+
+// NewClient returns a go-redis client for the server, closed at cleanup.
+func (m *Miniredis) NewClient() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	m.t.Cleanup(func() { c.Close() })
+	return c
+}
 
 // StartMiniredis starts a miniredis, an in-process Redis for fast unit tests, and closes it at
 // cleanup. Unlike a bare miniredis it runs scripts that begin with a shebang line
 // (#!lua flags=allow-oom), as Redis 7 does: miniredis's Lua compiler cannot parse that line,
 // so this server drops it before compiling (miniredis has no memory limit for the flags to
 // matter) and answers EVALSHA with the SHA1 of the script as sent.
-func StartMiniredis(t testing.TB) *miniredis.Miniredis {
+func StartMiniredis(t testing.TB) *Miniredis {
 	t.Helper()
 	m := miniredis.RunT(t)
 	srv := m.Server()
@@ -50,7 +65,7 @@ func StartMiniredis(t testing.TB) *miniredis.Miniredis {
 		}
 		return false
 	})
-	return m
+	return &Miniredis{Miniredis: m, t: t}
 }
 
 func sha1Hex(s string) string {

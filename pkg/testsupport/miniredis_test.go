@@ -13,8 +13,7 @@ import (
 // of the source as sent, as on Redis 7.
 func TestMiniredisRunsScriptsWithAShebang(t *testing.T) {
 	m := testsupport.StartMiniredis(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer c.Close()
+	c := m.NewClient()
 	ctx := context.Background()
 	s := redis.NewScript("#!lua flags=allow-oom\nreturn redis.call('SET', KEYS[1], ARGV[1])")
 	if _, err := s.EvalSha(ctx, c, []string{"k"}, "v0").Result(); !redis.HasErrorPrefix(err, "NOSCRIPT") {

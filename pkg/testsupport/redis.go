@@ -228,27 +228,23 @@ func (s *RedisServer) Start() error {
 // Stop shuts the server down with SIGTERM (SIGKILL after 5 seconds) and waits for it to exit.
 // Connected clients see their connections closed. Stopping a stopped server does nothing.
 func (s *RedisServer) Stop() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return nil
-	}
-	if err := s.proc.stop(5 * time.Second); err != nil {
-		return fmt.Errorf("stop redis-server on %s: %w", s.Addr(), err)
-	}
-	return nil
+	return s.end("stop", func(p *process) error { return p.stop(5 * time.Second) })
 }
 
 // Kill kills the server with SIGKILL, as a crash would, and waits for it to exit. Killing a
 // stopped server does nothing.
-func (s *RedisServer) Kill() error {
+func (s *RedisServer) Kill() error { return s.end("kill", (*process).kill) }
+
+// end ends the server's process with how, named verb in its error; it does nothing to a
+// stopped server.
+func (s *RedisServer) end(verb string, how func(*process) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proc == nil {
 		return nil
 	}
-	if err := s.proc.kill(); err != nil {
-		return fmt.Errorf("kill redis-server on %s: %w", s.Addr(), err)
+	if err := how(s.proc); err != nil {
+		return fmt.Errorf("%s redis-server on %s: %w", verb, s.Addr(), err)
 	}
 	return nil
 }

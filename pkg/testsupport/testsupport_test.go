@@ -236,24 +236,10 @@ func TestClusterFailsOverWhenAMasterIsKilled(t *testing.T) {
 // startEcho starts a TCP server that echoes every line back.
 func startEcho(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return testsupport.Serve(t, func(c net.Conn) {
+		_, _ = io.Copy(c, c)
+		c.Close()
+	})
 }
 
 // echoConn is a client connection to an echo server through the proxy.
@@ -291,9 +277,20 @@ func (c *echoConn) roundTrip(line string, timeout time.Duration) (time.Duration,
 	return time.Since(start), nil
 }
 
-func TestProxyAddsLatencyPerDirection(t *testing.T) {
+// echoProxy starts a proxy to an echo server and returns it with a connection through it on
+// which a line has made the round trip.
+func echoProxy(t *testing.T) (*testsupport.Proxy, *echoConn) {
+	t.Helper()
 	p := testsupport.StartProxy(t, startEcho(t))
 	c := dialEcho(t, p.Addr())
+	if _, err := c.roundTrip("before", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return p, c
+}
+
+func TestProxyAddsLatencyPerDirection(t *testing.T) {
+	p, c := echoProxy(t)
 	if d, err := c.roundTrip("warm", 2*time.Second); err != nil || d > 100*time.Millisecond {
 		t.Fatalf("round trip without latency: %v, %v", d, err)
 	}
@@ -316,11 +313,7 @@ func TestProxyAddsLatencyPerDirection(t *testing.T) {
 }
 
 func TestProxyDropClosesOpenConnectionsAndAcceptsNewOnes(t *testing.T) {
-	p := testsupport.StartProxy(t, startEcho(t))
-	c := dialEcho(t, p.Addr())
-	if _, err := c.roundTrip("before", 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	p, c := echoProxy(t)
 	p.Drop()
 	if _, err := c.roundTrip("after", 2*time.Second); err == nil {
 		t.Error("round trip on a dropped connection succeeded")
@@ -333,11 +326,7 @@ func TestProxyDropClosesOpenConnectionsAndAcceptsNewOnes(t *testing.T) {
 }
 
 func TestProxyBlackholeHoldsTrafficUntilResume(t *testing.T) {
-	p := testsupport.StartProxy(t, startEcho(t))
-	open := dialEcho(t, p.Addr())
-	if _, err := open.roundTrip("before", 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	p, open := echoProxy(t)
 	p.Blackhole()
 	if _, err := open.roundTrip("held", 200*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("open connection while blackholed: %v, want a timeout", err)
@@ -423,5 +412,19 @@ func TestCommandCounterCountsCommandsRoundTripsAndDials(t *testing.T) {
 	}
 	if got := [3]int64{n.Commands.Load(), n.RoundTrips.Load(), n.Dials.Load()}; got != [3]int64{3, 2, 0} {
 		t.Fatalf("commands, round trips, dials = %v; want [3 2 0]", got)
+	}
+}
+
+func TestClosedAddrRefusesADial(t *testing.T) {
+	if c, err := net.DialTimeout("tcp", testsupport.ClosedAddr(t), time.Second); err == nil {
+		c.Close()
+		t.Fatal("a dial to ClosedAddr was accepted")
+	}
+}
+
+func TestEnvReadsTheMap(t *testing.T) {
+	env := testsupport.Env(map[string]string{"A": "1"})
+	if env("A") != "1" || env("B") != "" {
+		t.Fatalf("Env: A=%q B=%q, want 1 and empty", env("A"), env("B"))
 	}
 }

@@ -6,30 +6,14 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/idemlambda/idem/pkg/idem"
-	"github.com/idemlambda/idem/pkg/idem/idemhttp"
-	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 // BenchmarkMiddleware compares a request through the middleware with a bare idem.Guard.Do of
 // the same work, for a first request and for a replay, and reports the round trips per request:
 // the middleware's cost over the core is parsing, buffering and copying, never a round trip.
 func BenchmarkMiddleware(b *testing.B) {
-	testsupport.SharedRedis(b)
-	client := redis.NewClient(&redis.Options{Addr: testsupport.SharedRedisAddr()})
-	b.Cleanup(func() { client.Close() })
-	counter := &testsupport.CommandCounter{}
-	client.AddHook(counter)
-	g, err := idem.New(client, idem.WithPrefix(testsupport.UniquePrefix(b)+"idemhttp"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := idemhttp.New(g, "api")
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, g, counter := countedMiddleware(b)
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)

@@ -1,34 +1,14 @@
 package idemhttp_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/idemlambda/idem/pkg/idem"
-	"github.com/idemlambda/idem/pkg/idem/idemhttp"
-	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 // The middleware adds no Redis command to the core's: 2 round trips for a first request, 1 for
 // a replay, 1 for a duplicate in progress, 2 for a failure, counted as the client sends them.
 func TestMiddlewareKeepsTheCoreRoundTripBudget(t *testing.T) {
-	testsupport.SharedRedis(t)
-	client := redis.NewClient(&redis.Options{Addr: testsupport.SharedRedisAddr()})
-	t.Cleanup(func() { client.Close() })
-	client.Ping(context.Background()) // dial outside the counted calls
-	counter := &testsupport.CommandCounter{}
-	client.AddHook(counter)
-	g, err := idem.New(client, idem.WithPrefix(testsupport.UniquePrefix(t)+"idemhttp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := idemhttp.New(g, "api")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, _, counter := countedMiddleware(t)
 	started, release := make(chan struct{}), make(chan struct{})
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Header.Get("Idempotency-Key") {

@@ -1,12 +1,15 @@
 package idemhttp_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
@@ -16,11 +19,33 @@ import (
 // sharedGuard is a guard on the shared Redis, under a prefix of the test's own.
 func sharedGuard(t *testing.T) *idem.Guard {
 	t.Helper()
-	g, err := idem.New(testsupport.SharedRedis(t), idem.WithPrefix(testsupport.UniquePrefix(t)+"idemhttp"))
+	return guardOn(t, testsupport.SharedRedis(t))
+}
+
+// guardOn is a guard on client, under a prefix of the test's own.
+func guardOn(tb testing.TB, client *redis.Client) *idem.Guard {
+	tb.Helper()
+	g, err := idem.New(client, idem.WithPrefix(testsupport.UniquePrefix(tb)+"idemhttp"))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return g
+}
+
+// countedMiddleware is a middleware for scope "api" on a guard like sharedGuard's, and the
+// counter of the commands its client sends once it has connected.
+func countedMiddleware(tb testing.TB) (*idemhttp.Middleware, *idem.Guard, *testsupport.CommandCounter) {
+	tb.Helper()
+	client := testsupport.SharedRedis(tb)
+	client.Ping(context.Background()) // dial outside the counted calls
+	counter := &testsupport.CommandCounter{}
+	client.AddHook(counter)
+	g := guardOn(tb, client)
+	m, err := idemhttp.New(g, "api")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m, g, counter
 }
 
 // serveHTTP sends one POST with key and body through h and returns the recorded answer.
