@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/aws/smithy-go"
+
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 // sqsRequest is what the test server saw of one SendMessage call.
@@ -246,7 +248,7 @@ func TestSQSOversizeEventFailsBeforeAnyRequest(t *testing.T) {
 
 func TestSQSMaxMessageBytesFromEnvRaisesTheLimit(t *testing.T) {
 	f := newFakeSQS(t)
-	awsTestEnv(t)
+	testsupport.IsolateAWS(t)
 	t.Setenv("AWS_ENDPOINT_URL_SQS", f.URL)
 	s, err := FromEnv(context.Background(), envMap(map[string]string{
 		EnvSink:               "sqs",

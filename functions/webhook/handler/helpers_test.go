@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -356,34 +354,6 @@ func (s *recordingSink) setErr(err error) {
 	s.err = err
 }
 
-// commandCounter is a go-redis hook counting the connections a client dials and the commands
-// it sends.
-type commandCounter struct {
-	dials    atomic.Int64
-	commands atomic.Int64
-}
-
-func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c.dials.Add(1)
-		return next(ctx, network, addr)
-	}
-}
-
-func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.commands.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.commands.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 // logBuffer collects log lines from concurrent requests.
 type logBuffer struct{ testsupport.Buffer }
 
@@ -418,7 +388,7 @@ type harness struct {
 	sink    *recordingSink
 	clock   *testClock
 	logs    *logBuffer
-	counter *commandCounter
+	counter *testsupport.CommandCounter
 	rdb     redis.UniversalClient // the handler's client
 	prefix  string
 }
@@ -449,7 +419,7 @@ func newHarness(t testing.TB, provider string, cfg harnessConfig) *harness {
 		t.Cleanup(func() { c.Close() })
 		cfg.rdb = c
 	}
-	counter := &commandCounter{}
+	counter := &testsupport.CommandCounter{}
 	cfg.rdb.AddHook(counter)
 	vars := map[string]string{
 		EnvProvider:       provider,
@@ -620,20 +590,6 @@ func senderID(e sink.Event) string {
 		return e.DeliveryID
 	}
 	return e.ID
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 var errSinkDown = errors.New("sink is down")

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +19,7 @@ import (
 )
 
 func TestSettingsErrorsNameTheVariable(t *testing.T) {
-	base := map[string]string{EnvProvider: "stripe", EnvSecret: "whsec_test", "REDIS_URL": "redis://" + closedAddr(t)}
+	base := map[string]string{EnvProvider: "stripe", EnvSecret: "whsec_test", "REDIS_URL": "redis://" + testsupport.ClosedAddr(t)}
 	lambda := map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}
 	cases := []struct {
 		name string
@@ -80,7 +79,7 @@ func TestInitInsideLambdaNeedsNoReachableRedis(t *testing.T) {
 		"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
 		EnvProvider:              "github",
 		EnvSecret:                "s3cr3t",
-		"REDIS_URL":              "redis://" + closedAddr(t),
+		"REDIS_URL":              "redis://" + testsupport.ClosedAddr(t),
 	}
 	start := time.Now()
 	h, err := New(context.Background(), env(vars), WithLogOutput(io.Discard))
@@ -110,29 +109,6 @@ func TestDevelopmentSecretOutsideLambda(t *testing.T) {
 		wantReceipt(t, hs.do(t, d.signed(t, secret, fixedNow)), pc.eventID("dev"))
 		wantStatus(t, hs.do(t, d.signed(t, testSecret(pc.name), fixedNow)), 401, "invalid_signature")
 	})
-}
-
-// awsTestEnv points the AWS SDK's default configuration at nothing but the variables set
-// here, so a developer's ~/.aws files or environment cannot change what the tests see.
-func awsTestEnv(t *testing.T) {
-	t.Helper()
-	none := filepath.Join(t.TempDir(), "absent")
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID":                "AKIDTEST",
-		"AWS_SECRET_ACCESS_KEY":            "secret-test",
-		"AWS_SESSION_TOKEN":                "",
-		"AWS_REGION":                       "us-east-1",
-		"AWS_PROFILE":                      "",
-		"AWS_CONFIG_FILE":                  none,
-		"AWS_SHARED_CREDENTIALS_FILE":      none,
-		"AWS_EC2_METADATA_DISABLED":        "true",
-		"AWS_ENDPOINT_URL":                 "",
-		"AWS_ENDPOINT_URL_SQS":             "",
-		"AWS_ENDPOINT_URL_SECRETS_MANAGER": "",
-		"AWS_MAX_ATTEMPTS":                 "1",
-	} {
-		t.Setenv(k, v)
-	}
 }
 
 // fakeSecretsManager speaks the AWS JSON 1.1 protocol of Secrets Manager's GetSecretValue.
@@ -182,7 +158,7 @@ func (f *fakeSecretsManager) calls() ([]string, []string) {
 func TestSecretFromSecretsManagerIsReadOnceAtInit(t *testing.T) {
 	const arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook-github-AbCdEf"
 	fake := newFakeSecretsManager(t, map[string]string{arn: "old-github-secret, new-github-secret\n"})
-	awsTestEnv(t)
+	testsupport.IsolateAWS(t)
 	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", fake.URL)
 
 	testsupport.SharedRedis(t)
@@ -220,7 +196,7 @@ func TestUnusableSecretsManagerSecretFailsInit(t *testing.T) {
 		missingARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gone-AbCdEf"
 	)
 	fake := newFakeSecretsManager(t, map[string]string{jsonARN: `{"secret":"s3cr3t-value"}`, emptyARN: " \n"})
-	awsTestEnv(t)
+	testsupport.IsolateAWS(t)
 	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", fake.URL)
 
 	for _, arn := range []string{jsonARN, emptyARN, missingARN} {

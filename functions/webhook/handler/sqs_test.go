@@ -95,7 +95,7 @@ func credentialsEndpoint(t *testing.T) *atomic.Int64 {
 func TestSQSSinkForwardsEachEventOnceToAFIFOQueue(t *testing.T) {
 	const queueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks.fifo"
 	fake := newFakeSQS(t)
-	awsTestEnv(t)
+	testsupport.IsolateAWS(t)
 	t.Setenv("AWS_ENDPOINT_URL_SQS", fake.URL)
 	credentialFetches := credentialsEndpoint(t)
 	testsupport.SharedRedis(t)

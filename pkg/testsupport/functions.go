@@ -1,0 +1,112 @@
+package testsupport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// IsolateAWS points the AWS SDK's default configuration at static test credentials, region
+// us-east-1, no shared files, no instance metadata, no endpoint override and a single attempt
+// (retries are the SDK's business), so a developer's ~/.aws files or environment cannot change
+// what a test sees. A test then sets the one AWS_ENDPOINT_URL_<SERVICE> it needs. It uses
+// t.Setenv, so the test must not be parallel.
+func IsolateAWS(t testing.TB) {
+	t.Helper()
+	none := filepath.Join(t.TempDir(), "absent")
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID":                   "AKIDTEST",
+		"AWS_SECRET_ACCESS_KEY":               "secret-test",
+		"AWS_SESSION_TOKEN":                   "",
+		"AWS_REGION":                          "us-east-1",
+		"AWS_PROFILE":                         "",
+		"AWS_CONFIG_FILE":                     none,
+		"AWS_SHARED_CREDENTIALS_FILE":         none,
+		"AWS_EC2_METADATA_DISABLED":           "true",
+		"AWS_ENDPOINT_URL":                    "",
+		"AWS_ENDPOINT_URL_SQS":                "",
+		"AWS_ENDPOINT_URL_EVENTBRIDGE":        "",
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER":    "",
+		"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "",
+		"AWS_MAX_ATTEMPTS":                    "1",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// ClosedAddr returns a loopback address nothing listens on.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// SentMessages is an SQS client (the SendMessage of sink.SQSAPI) that keeps what it is sent
+// and answers every send with success, for tests that hand a sink's messages on themselves.
+type SentMessages struct {
+	mu  sync.Mutex
+	ins []*sqs.SendMessageInput
+}
+
+// SendMessage keeps in.
+func (s *SentMessages) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ins = append(s.ins, in)
+	return &sqs.SendMessageOutput{}, nil
+}
+
+// Inputs returns what was sent, in order.
+func (s *SentMessages) Inputs() []*sqs.SendMessageInput {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*sqs.SendMessageInput(nil), s.ins...)
+}
+
+// MainOrTests is the TestMain of a Lambda function's main package: with the variable runMain set
+// to 1 the test binary runs main (then exits 0) instead of the tests, so that InitFailure can
+// observe main as Lambda does.
+func MainOrTests(m *testing.M, runMain string, main func()) {
+	if os.Getenv(runMain) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// InitFailure runs the test binary's main (see MainOrTests) with exactly the environment env and
+// returns the line it wrote, failing t unless main exited with status 1 after writing one line
+// to standard output and nothing to standard error.
+func InitFailure(t testing.TB, runMain string, env []string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append([]string{runMain + "=1"}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want status 1; stdout %s stderr %s", err, stdout.String(), stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 1 || stderr.Len() != 0 {
+		t.Fatalf("want one line on stdout and nothing on stderr; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	return lines[0]
+}
