@@ -3,11 +3,18 @@ package testsupport
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -109,4 +116,98 @@ func InitFailure(t testing.TB, runMain string, env []string) string {
 		t.Fatalf("want one line on stdout and nothing on stderr; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 	return lines[0]
+}
+
+// Content types of the AWS JSON protocols, the FakeAWS answers' content-type.
+const (
+	AWSJSON10 = "application/x-amz-json-1.0" // SQS
+	AWSJSON11 = "application/x-amz-json-1.1" // EventBridge, Secrets Manager
+)
+
+// AWSRequest is what a FakeAWS saw of one request.
+type AWSRequest struct {
+	// Target is the X-Amz-Target header: service and operation, e.g. "AmazonSQS.SendMessage".
+	Target string
+	// ContentType and Authorization are the request's headers.
+	ContentType, Authorization string
+	// Body is the operation's JSON input.
+	Body []byte
+}
+
+// AWSCall is a request a FakeAWS saw, with its input decoded into an In.
+type AWSCall[In any] struct {
+	AWSRequest
+	Input In
+}
+
+// Calls returns the requests f saw so far, in order, with their inputs decoded; an input that
+// is not JSON fails t.
+func Calls[In any](t testing.TB, f *FakeAWS) []AWSCall[In] {
+	t.Helper()
+	var calls []AWSCall[In]
+	for _, r := range f.Requests() {
+		c := AWSCall[In]{AWSRequest: r}
+		if err := json.Unmarshal(r.Body, &c.Input); err != nil {
+			t.Fatalf("%s input is not JSON: %v: %s", r.Target, err, r.Body)
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+// FakeAWS is an HTTP server speaking an AWS JSON protocol: it keeps every request and answers
+// each with the status and body its answer function returns, a string written as it is and
+// anything else encoded as JSON.
+type FakeAWS struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []AWSRequest
+}
+
+// StartFakeAWS starts a FakeAWS answering with contentType (AWSJSON10 or AWSJSON11), closed when
+// the test ends. Point the SDK at it with the service's AWS_ENDPOINT_URL_<SERVICE>.
+func StartFakeAWS(t testing.TB, contentType string, answer func(AWSRequest) (int, any)) *FakeAWS {
+	t.Helper()
+	f := &FakeAWS{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req := AWSRequest{Target: r.Header.Get("X-Amz-Target"), ContentType: r.Header.Get("Content-Type"),
+			Authorization: r.Header.Get("Authorization"), Body: body}
+		f.mu.Lock()
+		f.reqs = append(f.reqs, req)
+		f.mu.Unlock()
+		status, v := answer(req)
+		out, ok := v.(string)
+		if !ok {
+			b, _ := json.Marshal(v)
+			out = string(b)
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+		w.Header().Set("X-Amzn-Requestid", "5fea7756-0ea4-451a-a703-a558b933e274")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, out)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// Requests returns the requests seen so far, in order.
+func (f *FakeAWS) Requests() []AWSRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]AWSRequest(nil), f.reqs...)
+}
+
+// SendMessageAnswer is the answer function of a fake SQS whose every SendMessage succeeds: the
+// message id and the body's MD5 the SDK checks.
+func SendMessageAnswer(r AWSRequest) (int, any) {
+	var in struct{ MessageBody string }
+	_ = json.Unmarshal(r.Body, &in)
+	sum := md5.Sum([]byte(in.MessageBody))
+	return http.StatusOK, map[string]string{
+		"MessageId":        "5fea7756-0ea4-451a-a703-a558b933e274",
+		"MD5OfMessageBody": hex.EncodeToString(sum[:]),
+		"SequenceNumber":   "18849496460467696128",
+	}
 }

@@ -7,9 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -111,48 +109,25 @@ func TestDevelopmentSecretOutsideLambda(t *testing.T) {
 	})
 }
 
-// fakeSecretsManager speaks the AWS JSON 1.1 protocol of Secrets Manager's GetSecretValue.
-type fakeSecretsManager struct {
-	*httptest.Server
-	mu      sync.Mutex
-	secrets map[string]string // SecretId -> SecretString
-	reads   []string          // SecretId of each call
-	targets []string
-}
+// secretID is what the tests read of a GetSecretValue input.
+type secretID struct{ SecretId string }
 
-func newFakeSecretsManager(t *testing.T, secrets map[string]string) *fakeSecretsManager {
-	t.Helper()
-	f := &fakeSecretsManager{secrets: secrets}
-	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeSecretsManager) serve(w http.ResponseWriter, r *http.Request) {
-	var in struct{ SecretId string }
-	_ = json.NewDecoder(r.Body).Decode(&in)
-	f.mu.Lock()
-	f.reads = append(f.reads, in.SecretId)
-	f.targets = append(f.targets, r.Header.Get("X-Amz-Target"))
-	value, ok := f.secrets[in.SecretId]
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	if !ok {
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`)
-		return
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"ARN": in.SecretId, "Name": "webhook", "SecretString": value,
-		"VersionId": "8f1d2a7e-5b3c-4e6f-9a0b-1c2d3e4f5a6b", "VersionStages": []string{"AWSCURRENT"},
-		"CreatedDate": 1.7723664e9,
+// newFakeSecretsManager starts a fake Secrets Manager whose GetSecretValue answers with
+// secrets (SecretId to SecretString), or ResourceNotFoundException.
+func newFakeSecretsManager(t *testing.T, secrets map[string]string) *testsupport.FakeAWS {
+	return testsupport.StartFakeAWS(t, testsupport.AWSJSON11, func(r testsupport.AWSRequest) (int, any) {
+		var in secretID
+		_ = json.Unmarshal(r.Body, &in)
+		value, ok := secrets[in.SecretId]
+		if !ok {
+			return http.StatusBadRequest, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`
+		}
+		return http.StatusOK, map[string]any{
+			"ARN": in.SecretId, "Name": "webhook", "SecretString": value,
+			"VersionId": "8f1d2a7e-5b3c-4e6f-9a0b-1c2d3e4f5a6b", "VersionStages": []string{"AWSCURRENT"},
+			"CreatedDate": 1.7723664e9,
+		}
 	})
-}
-
-func (f *fakeSecretsManager) calls() ([]string, []string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.reads...), append([]string(nil), f.targets...)
 }
 
 func TestSecretFromSecretsManagerIsReadOnceAtInit(t *testing.T) {
@@ -180,9 +155,9 @@ func TestSecretFromSecretsManagerIsReadOnceAtInit(t *testing.T) {
 	resp, _ := invoke(h, d.signed(t, "another-secret", time.Now()))
 	wantStatus(t, resp, 401, "invalid_signature")
 
-	reads, targets := fake.calls()
-	if len(reads) != 1 || reads[0] != arn || targets[0] != "secretsmanager.GetSecretValue" {
-		t.Errorf("Secrets Manager calls %v %v, want one GetSecretValue of %s", reads, targets, arn)
+	calls := testsupport.Calls[secretID](t, fake)
+	if len(calls) != 1 || calls[0].Input.SecretId != arn || calls[0].Target != "secretsmanager.GetSecretValue" {
+		t.Errorf("Secrets Manager calls %+v, want one GetSecretValue of %s", calls, arn)
 	}
 	if strings.Contains(logs.String(), "github-secret") {
 		t.Error("a secret appears in the logs")
