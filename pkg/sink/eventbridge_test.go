@@ -41,15 +41,7 @@ func TestEventBridgePutsOneEntryWithSourceTypeAndEnvelope(t *testing.T) {
 	e := testEvent()
 	untyped := testEvent()
 	untyped.Provider, untyped.ID, untyped.Type = "github", "72d3162e-cc78-11e3-81ab-4c9367dc0958", ""
-	for _, ev := range []Event{e, untyped} {
-		if err := s.Send(context.Background(), ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reqs := testsupport.Calls[putEventsInput](t, f)
-	if len(reqs) != 2 {
-		t.Fatalf("server saw %d requests, want 2", len(reqs))
-	}
+	reqs := sendAll[putEventsInput](t, s, f, e, untyped)
 	r := reqs[0]
 	if r.Target != "AWSEvents.PutEvents" {
 		t.Errorf("X-Amz-Target = %q", r.Target)

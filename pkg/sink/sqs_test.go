@@ -39,6 +39,22 @@ func newFakeSQS(t *testing.T, status int) *testsupport.FakeAWS {
 	})
 }
 
+// sendAll sends evs through s and returns the calls the fake service f saw, failing unless it
+// saw one per event.
+func sendAll[In any](t *testing.T, s Sink, f *testsupport.FakeAWS, evs ...Event) []testsupport.AWSCall[In] {
+	t.Helper()
+	for _, e := range evs {
+		if err := s.Send(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := testsupport.Calls[In](t, f)
+	if len(reqs) != len(evs) {
+		t.Fatalf("server saw %d requests, want %d", len(reqs), len(evs))
+	}
+	return reqs
+}
+
 // sqsSinkFromEnv builds the sink the way a function does, with the endpoint
 // overridden by AWS_ENDPOINT_URL_SQS.
 func sqsSinkFromEnv(t *testing.T, f *testsupport.FakeAWS, queueURL string) Sink {
@@ -103,13 +119,7 @@ func TestSQSStandardQueueGetsEnvelopeWithoutFIFOFields(t *testing.T) {
 	s := sqsSinkFromEnv(t, f, queueURL)
 
 	e := testEvent()
-	if err := s.Send(context.Background(), e); err != nil {
-		t.Fatal(err)
-	}
-	reqs := testsupport.Calls[sqsInput](t, f)
-	if len(reqs) != 1 {
-		t.Fatalf("server saw %d requests, want 1", len(reqs))
-	}
+	reqs := sendAll[sqsInput](t, s, f, e)
 	checkSQSCall(t, reqs[0], queueURL, e)
 	if reqs[0].Input.MessageDeduplicationId != "" || reqs[0].Input.MessageGroupId != "" {
 		t.Errorf("standard queue got FIFO fields: dedup %q group %q", reqs[0].Input.MessageDeduplicationId, reqs[0].Input.MessageGroupId)
@@ -124,15 +134,7 @@ func TestSQSFIFOQueueDedupesOnEventAndGroupsByObject(t *testing.T) {
 	e := testEvent()
 	noObject := testEvent()
 	noObject.ID, noObject.ObjectID = "evt_without_object", ""
-	for _, ev := range []Event{e, noObject} {
-		if err := s.Send(context.Background(), ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reqs := testsupport.Calls[sqsInput](t, f)
-	if len(reqs) != 2 {
-		t.Fatalf("server saw %d requests, want 2", len(reqs))
-	}
+	reqs := sendAll[sqsInput](t, s, f, e, noObject)
 	checkSQSCall(t, reqs[0], queueURL, e)
 	if got, want := reqs[0].Input.MessageDeduplicationId, "stripe:"+e.ID; got != want {
 		t.Errorf("MessageDeduplicationId = %q, want %q", got, want)

@@ -16,7 +16,6 @@ import (
 	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
-	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
 // TestCapturedDeliveryResentUnderFreshIDsExecutesOnce: GitHub and Shopify sign the body only.
@@ -152,17 +151,10 @@ func TestDevelopmentSecretRefusedInsideLambda(t *testing.T) {
 	}
 }
 
-// realSecret is a secret provider p can use that is not published.
+// realSecret is a secret provider p can be configured with that is not published.
 func realSecret(p string) string {
-	preset, _ := webhook.Lookup(p)
-	switch {
-	case preset.SecretFormat == webhook.SecretWhsec:
-		return webhook.StandardSecret([]byte("real-rotated-secret-0123456789"))
-	case preset.Family == webhook.FamilyPublicKey:
-		_, public := webhooktest.KeyPair(preset.Algorithm, "real-rotated-secret-0123456789")
-		return public
-	}
-	return "real-rotated-secret-0123456789"
+	_, verifying := secretPair(p, "real-rotated-secret-0123456789")
+	return verifying
 }
 
 // publishedKeyOf is the development secret of provider other, written as provider p's

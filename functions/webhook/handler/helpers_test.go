@@ -95,30 +95,33 @@ func forEachProvider(t *testing.T, f func(t *testing.T, pc providerCase)) {
 	}
 }
 
-// testSecret is the secret the tests sign provider's deliveries with; a Standard Webhooks
-// secret must be whsec_<base64>, a public-key sender's is its private key (verifierSecret is
-// the public key the function is configured with).
-func testSecret(provider string) string {
+// secretPair returns, for a sender of provider, the secret it signs with and the one the
+// function is configured with, both made from seed: seed itself (as a whsec_ secret for
+// Standard Webhooks), or for a public-key sender the private and public halves of a key pair.
+func secretPair(provider, seed string) (signing, verifying string) {
 	p, _ := webhook.Lookup(provider)
 	switch {
 	case p.SecretFormat == webhook.SecretWhsec:
-		return webhook.StandardSecret([]byte("test-standard-secret"))
+		s := webhook.StandardSecret([]byte(seed))
+		return s, s
 	case p.Family == webhook.FamilyPublicKey:
-		private, _ := webhooktest.KeyPair(p.Algorithm, "test-"+provider+"-secret")
-		return private
+		return webhooktest.KeyPair(p.Algorithm, seed)
 	}
-	return "test-" + provider + "-secret"
+	return seed, seed
+}
+
+// testSecret is the secret the tests sign provider's deliveries with (verifierSecret is the
+// one the function is configured with).
+func testSecret(provider string) string {
+	signing, _ := secretPair(provider, "test-"+provider+"-secret")
+	return signing
 }
 
 // verifierSecret is the secret the tests configure for provider: testSecret, or for a
 // public-key sender the public half of its key pair.
 func verifierSecret(provider string) string {
-	p, _ := webhook.Lookup(provider)
-	if p.Family == webhook.FamilyPublicKey {
-		_, public := webhooktest.KeyPair(p.Algorithm, "test-"+provider+"-secret")
-		return public
-	}
-	return testSecret(provider)
+	_, verifying := secretPair(provider, "test-"+provider+"-secret")
+	return verifying
 }
 
 // otherSecret is a well-formed secret the handler does not accept.
