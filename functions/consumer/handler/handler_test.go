@@ -222,3 +222,27 @@ func TestBadSettingsNameTheVariable(t *testing.T) {
 		t.Errorf("no REDIS_URL inside Lambda: %v", err)
 	}
 }
+
+func TestRecordsSharingAMessageIDAreEachDecodedFromTheirOwnBody(t *testing.T) {
+	out := &testsupport.Buffer{}
+	var mu sync.Mutex
+	var done []string
+	h := newHandler(t, prefixOf(t), out, handler.WithProcess(func(_ context.Context, e handler.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		done = append(done, e.ID+"/"+e.ObjectID)
+		return nil
+	}))
+	msgs := forwarded(t, stripeEvent("evt_same_1", "pi_s1"), stripeEvent("evt_same_2", "pi_s2"))
+	msgs[1].MessageId = msgs[0].MessageId
+	if resp, _ := h.HandleSQS(context.Background(), events.SQSEvent{Records: msgs}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %v", resp.BatchItemFailures)
+	}
+	if got := outcomes(requestLines(t, out)); fmt.Sprint(got) != "[evt_same_1=executed evt_same_2=executed]" {
+		t.Fatalf("lines %v", got)
+	}
+	slices.Sort(done)
+	if fmt.Sprint(done) != "[evt_same_1/pi_s1 evt_same_2/pi_s2]" {
+		t.Fatalf("processed %v", done)
+	}
+}
