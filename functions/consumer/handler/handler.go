@@ -145,9 +145,9 @@ type record struct {
 // payload), not the receipt time nor the unsigned metadata, which may differ when the webhook
 // function forwards an event twice.
 func decode(body string) record {
-	r := record{body: body}
-	if r.event, r.err = ParseEvent([]byte(body)); r.err == nil {
-		r.fp, r.fpErr = idem.FingerprintJSON([]byte(body), "provider", "id", "payload")
+	r, b := record{body: body}, []byte(body)
+	if r.event, r.err = ParseEvent(b); r.err == nil {
+		r.fp, r.fpErr = idem.FingerprintJSON(b, "provider", "id", "payload")
 	}
 	return r
 }
