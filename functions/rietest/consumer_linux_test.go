@@ -15,25 +15,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	consumerhandler "github.com/idemlambda/idem/functions/consumer/handler"
 	"github.com/idemlambda/idem/pkg/sink"
 	"github.com/idemlambda/idem/pkg/testsupport"
 )
-
-// captured keeps what the sqs sink sends, to deliver it as SQS would.
-type captured struct {
-	mu  sync.Mutex
-	ins []*sqs.SendMessageInput
-}
-
-func (c *captured) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.ins = append(c.ins, in)
-	return &sqs.SendMessageOutput{}, nil
-}
 
 // invokeSQS sends a batch to the function and decodes its partial batch response.
 func (e *emulator) invokeSQS(t *testing.T, ev events.SQSEvent) events.SQSEventResponse {
@@ -76,7 +62,7 @@ func TestConsumerUnderTheEmulatorExecutesEachEventOnce(t *testing.T) {
 	}
 
 	// What the webhook functions' sqs sink sends for six events, two of them about one object.
-	c := &captured{}
+	c := &testsupport.SentMessages{}
 	snk := sink.NewSQS(c, "https://sqs.us-east-1.amazonaws.com/123456789012/idem-events.fifo")
 	ids := []string{"evt_rie_1", "evt_rie_2", "evt_rie_3", "evt_rie_4", "evt_rie_5", "evt_rie_6"}
 	for i, id := range ids {
@@ -91,11 +77,11 @@ func TestConsumerUnderTheEmulatorExecutesEachEventOnce(t *testing.T) {
 		}
 	}
 	var batch events.SQSEvent
-	for i, in := range c.ins {
+	for i, in := range c.Inputs() {
 		batch.Records = append(batch.Records, consumerhandler.Delivered(in, fmt.Sprintf("msg-%d", i), 1))
 	}
 	batch.Records = append(batch.Records, batch.Records[2]) // one message twice
-	again := consumerhandler.Delivered(c.ins[4], "msg-resent", 1)
+	again := consumerhandler.Delivered(c.Inputs()[4], "msg-resent", 1)
 	batch.Records = append(batch.Records, again) // one event as a second message
 
 	responses := make([]events.SQSEventResponse, len(envs))

@@ -1,26 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 // runMainEnv makes the test binary run main instead of the tests, so the init failure is
 // observed as Lambda observes it: output and exit status of the process.
 const runMainEnv = "WEBHOOK_TEST_RUN_MAIN"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testsupport.MainOrTests(m, runMainEnv, main) }
 
 func TestBadSettingsFailInitWithOneLineNamingTheVariable(t *testing.T) {
 	const secret = "s3cr3t-never-logged"
@@ -38,28 +30,16 @@ func TestBadSettingsFailInitWithOneLineNamingTheVariable(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append([]string{runMainEnv + "=1"}, tc.env...)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-				t.Fatalf("exit: %v, want status 1; stdout %s stderr %s", err, stdout.String(), stderr.String())
-			}
-			lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-			if len(lines) != 1 || stderr.Len() != 0 {
-				t.Fatalf("want one line on stdout and nothing on stderr; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-			}
+			got := testsupport.InitFailure(t, runMainEnv, tc.env)
 			var line struct{ Level, Msg, Error string }
-			if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
-				t.Fatalf("line is not JSON: %v: %s", err, lines[0])
+			if err := json.Unmarshal([]byte(got), &line); err != nil {
+				t.Fatalf("line is not JSON: %v: %s", err, got)
 			}
 			if line.Level != "ERROR" || line.Msg != "init failed" || !strings.Contains(line.Error, tc.want) {
-				t.Errorf("line %s, want an ERROR naming %s", lines[0], tc.want)
+				t.Errorf("line %s, want an ERROR naming %s", got, tc.want)
 			}
-			if strings.Contains(lines[0], secret) {
-				t.Errorf("the secret is in the line: %s", lines[0])
+			if strings.Contains(got, secret) {
+				t.Errorf("the secret is in the line: %s", got)
 			}
 		})
 	}

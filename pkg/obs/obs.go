@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 // Outcomes of a request, the values of Request.Outcome and of the EMF
@@ -62,6 +64,17 @@ func ParseLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return slog.LevelInfo, fmt.Errorf("obs: %s=%q is not one of debug, info, warn, error", EnvLogLevel, s)
+}
+
+// LevelFromEnv reads LOG_LEVEL through getenv with ParseLevel; a value that is
+// not a level is a *setting.Error naming LOG_LEVEL.
+func LevelFromEnv(getenv func(string) string) (slog.Level, error) {
+	v := getenv(EnvLogLevel)
+	level, err := ParseLevel(v)
+	if err != nil {
+		return level, setting.Errorf(EnvLogLevel, "%q is not one of debug, info, warn, error", v)
+	}
+	return level, nil
 }
 
 // NewLogger returns a logger writing JSON lines to w at level and above,
@@ -266,6 +279,17 @@ func LogRequest(ctx context.Context, l *slog.Logger, r Request) {
 	// Handle directly rather than through l.LogAttrs, which would drop the
 	// line (and its metrics) below the configured level.
 	_ = h.Handle(ctx, rec)
+}
+
+// Served calls serve, the whole of one request, and writes the request's one
+// line: the Request serve returns, with Duration the time serve took. It
+// returns serve's response.
+func Served[Resp any](ctx context.Context, l *slog.Logger, serve func() (Resp, Request)) Resp {
+	start := time.Now()
+	resp, r := serve()
+	r.Duration = time.Since(start)
+	LogRequest(ctx, l, r)
+	return resp
 }
 
 func orUnknown(s string) string {

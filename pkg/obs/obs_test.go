@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemlambda/idem/pkg/setting"
 )
 
 // emfUnits are the units CloudWatch accepts (MetricDatum.Unit).
@@ -55,11 +57,7 @@ func validateEMF(t *testing.T, line []byte) map[string]any {
 		t.Fatalf("data after the JSON object: %s", line)
 	}
 
-	aws, ok := root["_aws"].(map[string]any)
-	if !ok {
-		t.Fatalf("no _aws object at the root: %s", line)
-	}
-	onlyMembers(t, "_aws", aws, "Timestamp", "CloudWatchMetrics")
+	aws := object(t, "_aws", root["_aws"], "Timestamp", "CloudWatchMetrics")
 	ts, ok := aws["Timestamp"].(json.Number)
 	if !ok {
 		t.Fatalf("_aws.Timestamp is not a number: %v", aws["Timestamp"])
@@ -77,11 +75,7 @@ func validateEMF(t *testing.T, line []byte) map[string]any {
 		t.Fatalf("_aws.CloudWatchMetrics is not a non-empty array: %v", aws["CloudWatchMetrics"])
 	}
 	for _, d := range directives {
-		dir, ok := d.(map[string]any)
-		if !ok {
-			t.Fatalf("MetricDirective is not an object: %v", d)
-		}
-		onlyMembers(t, "MetricDirective", dir, "Namespace", "Dimensions", "Metrics")
+		dir := object(t, "MetricDirective", d, "Namespace", "Dimensions", "Metrics")
 		ns, _ := dir["Namespace"].(string)
 		if len(ns) < 1 || len(ns) > 255 || strings.HasPrefix(ns, "AWS/") {
 			t.Errorf("Namespace %q invalid", ns)
@@ -113,11 +107,7 @@ func validateEMF(t *testing.T, line []byte) map[string]any {
 			t.Fatalf("Metrics invalid: %v", dir["Metrics"])
 		}
 		for _, m := range metrics {
-			def, ok := m.(map[string]any)
-			if !ok {
-				t.Fatalf("MetricDefinition is not an object: %v", m)
-			}
-			onlyMembers(t, "MetricDefinition", def, "Name", "Unit", "StorageResolution")
+			def := object(t, "MetricDefinition", m, "Name", "Unit", "StorageResolution")
 			name, ok := def["Name"].(string)
 			if !ok || len(name) < 1 || len(name) > 255 {
 				t.Fatalf("metric Name invalid: %v", def["Name"])
@@ -146,8 +136,13 @@ func validateEMF(t *testing.T, line []byte) map[string]any {
 	return root
 }
 
-func onlyMembers(t *testing.T, what string, obj map[string]any, allowed ...string) {
+// object returns v as a JSON object, failing unless it is one whose members are all allowed.
+func object(t *testing.T, what string, v any, allowed ...string) map[string]any {
 	t.Helper()
+	obj, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("%s is not an object: %v", what, v)
+	}
 	for k := range obj {
 		found := false
 		for _, a := range allowed {
@@ -157,6 +152,7 @@ func onlyMembers(t *testing.T, what string, obj map[string]any, allowed ...strin
 			t.Errorf("%s has member %q, which the specification does not define", what, k)
 		}
 	}
+	return obj
 }
 
 // checkNoDuplicateMembers fails if the top-level object names a member twice,
@@ -346,6 +342,33 @@ func TestParseLevel(t *testing.T) {
 		if !strings.Contains(err.Error(), "LOG_LEVEL") {
 			t.Errorf("ParseLevel(%q) error %q does not name LOG_LEVEL", bad, err)
 		}
+	}
+}
+
+func TestLevelFromEnvNamesTheVariable(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string { return map[string]string{EnvLogLevel: v}[k] }
+	}
+	if got, err := LevelFromEnv(env(" Debug")); err != nil || got != slog.LevelDebug {
+		t.Errorf("LevelFromEnv(Debug) = %v, %v", got, err)
+	}
+	_, err := LevelFromEnv(env("loud"))
+	var se *setting.Error
+	if !errors.As(err, &se) || se.Var != EnvLogLevel || !strings.Contains(err.Error(), `"loud"`) {
+		t.Errorf("LevelFromEnv(loud) = %v, want a *setting.Error naming %s and the value", err, EnvLogLevel)
+	}
+}
+
+func TestServedWritesOneLineWithTheDurationOfServe(t *testing.T) {
+	var buf bytes.Buffer
+	resp := Served(context.Background(), NewLogger(&buf, slog.LevelInfo, "payments"), func() (string, Request) {
+		time.Sleep(20 * time.Millisecond)
+		return "answer", Request{Outcome: OutcomeExecuted, Status: 201, Duration: time.Hour}
+	})
+	root := validateEMF(t, buf.Bytes())
+	ms, _ := root["duration_ms"].(json.Number).Float64()
+	if resp != "answer" || root["status"] != json.Number("201") || ms < 20 || ms > 60_000 {
+		t.Errorf("response %q, line %v: want the response back and the line with the time serve took", resp, root)
 	}
 }
 

@@ -4,61 +4,32 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
-type putEventsRequest struct {
-	Target        string
-	Authorization string
-	Input         struct {
-		Entries []struct {
-			Source       string
-			DetailType   string
-			Detail       string
-			EventBusName string
-			Time         float64
-		}
+// putEventsInput is what the tests read of a PutEvents input.
+type putEventsInput struct {
+	Entries []struct {
+		Source       string
+		DetailType   string
+		Detail       string
+		EventBusName string
+		Time         float64
 	}
 }
 
-// fakeEventBridge is an HTTP server speaking the AWS JSON 1.1 protocol of
-// EventBridge. It records requests and answers with response.
-type fakeEventBridge struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []putEventsRequest
-	response string
+// newFakeEventBridge starts a fake EventBridge answering every PutEvents with response.
+func newFakeEventBridge(t *testing.T, response string) *testsupport.FakeAWS {
+	return testsupport.StartFakeAWS(t, testsupport.AWSJSON11, func(testsupport.AWSRequest) (int, any) {
+		return http.StatusOK, response
+	})
 }
 
-func newFakeEventBridge(t *testing.T, response string) *fakeEventBridge {
-	t.Helper()
-	f := &fakeEventBridge{response: response}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		req := putEventsRequest{Target: r.Header.Get("X-Amz-Target"), Authorization: r.Header.Get("Authorization")}
-		_ = json.Unmarshal(body, &req.Input)
-		f.mu.Lock()
-		f.requests = append(f.requests, req)
-		f.mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		_, _ = io.WriteString(w, f.response)
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeEventBridge) seen() []putEventsRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]putEventsRequest(nil), f.requests...)
-}
-
-func eventBridgeSinkFromEnv(t *testing.T, f *fakeEventBridge) Sink {
+func eventBridgeSinkFromEnv(t *testing.T, f *testsupport.FakeAWS) Sink {
 	t.Helper()
 	return sinkFromEnv(t, "AWS_ENDPOINT_URL_EVENTBRIDGE", f.URL, map[string]string{EnvSink: "eventbridge", EnvEventBus: "webhooks-bus"})
 }
@@ -70,15 +41,7 @@ func TestEventBridgePutsOneEntryWithSourceTypeAndEnvelope(t *testing.T) {
 	e := testEvent()
 	untyped := testEvent()
 	untyped.Provider, untyped.ID, untyped.Type = "github", "72d3162e-cc78-11e3-81ab-4c9367dc0958", ""
-	for _, ev := range []Event{e, untyped} {
-		if err := s.Send(context.Background(), ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reqs := f.seen()
-	if len(reqs) != 2 {
-		t.Fatalf("server saw %d requests, want 2", len(reqs))
-	}
+	reqs := sendAll[putEventsInput](t, s, f, e, untyped)
 	r := reqs[0]
 	if r.Target != "AWSEvents.PutEvents" {
 		t.Errorf("X-Amz-Target = %q", r.Target)

@@ -30,14 +30,14 @@ func NewLog(w io.Writer) *Log {
 
 // logLine is the envelope with the payload under "body" rather than "payload".
 type logLine struct {
-	eventMeta
+	Metadata
 	Body json.RawMessage `json:"body"`
 }
 
 // Send writes e as one line. It returns an error if the body is not JSON or
 // the write fails.
 func (l *Log) Send(_ context.Context, e Event) error {
-	b, err := json.Marshal(logLine{eventMeta: metaOf(e), Body: rawJSON(e.Body)})
+	b, err := json.Marshal(logLine{Metadata: metaOf(e), Body: rawJSON(e.Body)})
 	if err != nil {
 		return fmt.Errorf("sink: encode %s event %s for log: %w", e.Provider, e.ID, err)
 	}

@@ -83,30 +83,40 @@ type Sink interface {
 // of the destination. Events are never truncated.
 var ErrTooLarge = errors.New("sink: event too large for destination")
 
-// envelope is the document SQS messages and EventBridge details carry: the
-// event's metadata beside the provider's payload, embedded as JSON.
-// The signed and unsigned members say which of the others a consumer can
-// trust as the provider's (see Event.Signed and Event.Unsigned).
-type envelope struct {
-	eventMeta
+// Envelope is the document SQS messages and EventBridge details carry: the
+// event's metadata beside the provider's payload, embedded as JSON. A consumer
+// decodes a message body or an entry's detail into it. Its Signed and
+// Unsigned members say which of the others a consumer can trust as the
+// provider's (see Event.Signed and Event.Unsigned).
+type Envelope struct {
+	Metadata
+	// Payload is the provider's verified payload.
 	Payload json.RawMessage `json:"payload"`
 }
 
-// eventMeta is the metadata every encoding of an event carries, in this order, before the
-// provider's payload.
-type eventMeta struct {
-	Provider   string    `json:"provider"`
-	ID         string    `json:"id"`
-	DeliveryID string    `json:"delivery_id,omitempty"`
-	Type       string    `json:"type"`
-	ObjectID   string    `json:"object_id"`
+// Metadata is the part of an event every encoding of it carries, in this order,
+// before the provider's payload: the envelope's, and the log sink's line.
+type Metadata struct {
+	// Provider is the sender's name, e.g. "stripe".
+	Provider string `json:"provider"`
+	// ID is the event's dedupe key (Event.ID).
+	ID string `json:"id"`
+	// DeliveryID is the provider's delivery id when the signature does not cover it.
+	DeliveryID string `json:"delivery_id,omitempty"`
+	// Type is the provider's event type; may be empty.
+	Type string `json:"type"`
+	// ObjectID identifies the object the event is about; may be empty.
+	ObjectID string `json:"object_id"`
+	// ReceivedAt is when the webhook function received the event, in UTC.
 	ReceivedAt time.Time `json:"received_at,omitzero"`
-	Signed     []string  `json:"signed"`
-	Unsigned   []string  `json:"unsigned,omitempty"`
+	// Signed and Unsigned name the members whose values the provider's signature
+	// covers, and those it does not (Event.Signed, Event.Unsigned).
+	Signed   []string `json:"signed"`
+	Unsigned []string `json:"unsigned,omitempty"`
 }
 
-func metaOf(e Event) eventMeta {
-	return eventMeta{
+func metaOf(e Event) Metadata {
+	return Metadata{
 		Provider:   e.Provider,
 		ID:         e.ID,
 		DeliveryID: e.DeliveryID,
@@ -119,7 +129,7 @@ func metaOf(e Event) eventMeta {
 }
 
 func encodeEnvelope(e Event) ([]byte, error) {
-	b, err := json.Marshal(envelope{eventMeta: metaOf(e), Payload: rawJSON(e.Body)})
+	b, err := json.Marshal(Envelope{Metadata: metaOf(e), Payload: rawJSON(e.Body)})
 	if err != nil {
 		return nil, fmt.Errorf("sink: encode %s event %s: %w", e.Provider, e.ID, err)
 	}

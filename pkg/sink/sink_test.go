@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,38 +25,11 @@ func testEvent() Event {
 	}
 }
 
-// awsTestEnv points the AWS SDK's default configuration at nothing but the
-// variables set here, so a developer's ~/.aws files or environment cannot
-// change what the tests see.
-func awsTestEnv(t *testing.T) {
-	t.Helper()
-	none := filepath.Join(t.TempDir(), "absent")
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID":                   "AKIDTEST",
-		"AWS_SECRET_ACCESS_KEY":               "secret-test",
-		"AWS_SESSION_TOKEN":                   "",
-		"AWS_REGION":                          "us-east-1",
-		"AWS_PROFILE":                         "",
-		"AWS_CONFIG_FILE":                     none,
-		"AWS_SHARED_CREDENTIALS_FILE":         none,
-		"AWS_EC2_METADATA_DISABLED":           "true",
-		"AWS_ENDPOINT_URL":                    "",
-		"AWS_ENDPOINT_URL_SQS":                "",
-		"AWS_ENDPOINT_URL_EVENTBRIDGE":        "",
-		"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "",
-		// One attempt keeps the server-error cases fast; retries are the
-		// SDK's business, not this package's.
-		"AWS_MAX_ATTEMPTS": "1",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
 // sinkFromEnv builds the sink env describes the way a function does, with the service's AWS
 // endpoint (endpointVar, an AWS_ENDPOINT_URL_<SERVICE> variable) pointed at url.
 func sinkFromEnv(t *testing.T, endpointVar, url string, env map[string]string) Sink {
 	t.Helper()
-	awsTestEnv(t)
+	testsupport.IsolateAWS(t)
 	t.Setenv(endpointVar, url)
 	s, err := FromEnv(context.Background(), envMap(env), nil)
 	if err != nil {
@@ -146,7 +118,7 @@ type failingWriter struct{ err error }
 func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
 
 func TestFromEnvErrorsNameTheVariable(t *testing.T) {
-	awsTestEnv(t)
+	testsupport.IsolateAWS(t)
 	cases := []struct {
 		name string
 		env  map[string]string
@@ -173,7 +145,7 @@ func TestFromEnvErrorsNameTheVariable(t *testing.T) {
 }
 
 func TestFromEnvBuildsEachSink(t *testing.T) {
-	awsTestEnv(t)
+	testsupport.IsolateAWS(t)
 	cases := []struct {
 		env  map[string]string
 		want string

@@ -2,90 +2,62 @@ package sink
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/smithy-go"
+
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
-// sqsRequest is what the test server saw of one SendMessage call.
-type sqsRequest struct {
-	Target        string
-	ContentType   string
-	Authorization string
-	Input         struct {
-		QueueUrl               string
-		MessageBody            string
-		MessageDeduplicationId string
-		MessageGroupId         string
-		MessageAttributes      map[string]struct {
-			DataType    string
-			StringValue string
+// sqsInput is what the tests read of a SendMessage input.
+type sqsInput struct {
+	QueueUrl               string
+	MessageBody            string
+	MessageDeduplicationId string
+	MessageGroupId         string
+	MessageAttributes      map[string]struct {
+		DataType    string
+		StringValue string
+	}
+}
+
+// sqsRequest is what the fake SQS saw of one SendMessage call.
+type sqsRequest = testsupport.AWSCall[sqsInput]
+
+// newFakeSQS starts a fake SQS answering every SendMessage with success, or, with a status
+// other than 200, with the service's InternalError.
+func newFakeSQS(t *testing.T, status int) *testsupport.FakeAWS {
+	return testsupport.StartFakeAWS(t, testsupport.AWSJSON10, func(r testsupport.AWSRequest) (int, any) {
+		if status != http.StatusOK {
+			return status, `{"__type":"com.amazonaws.sqs#InternalError","message":"service unavailable"}`
 		}
-	}
-}
-
-// fakeSQS is an HTTP server speaking the AWS JSON 1.0 protocol SQS clients
-// use. It records each request and answers with status (200 by default).
-type fakeSQS struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []sqsRequest
-	status   int
-}
-
-func newFakeSQS(t *testing.T) *fakeSQS {
-	t.Helper()
-	f := &fakeSQS{status: http.StatusOK}
-	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeSQS) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var req sqsRequest
-	req.Target = r.Header.Get("X-Amz-Target")
-	req.ContentType = r.Header.Get("Content-Type")
-	req.Authorization = r.Header.Get("Authorization")
-	_ = json.Unmarshal(body, &req.Input)
-
-	f.mu.Lock()
-	f.requests = append(f.requests, req)
-	status := f.status
-	f.mu.Unlock()
-
-	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-	w.Header().Set("X-Amzn-Requestid", "req-1")
-	if status != http.StatusOK {
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, `{"__type":"com.amazonaws.sqs#InternalError","message":"service unavailable"}`)
-		return
-	}
-	sum := md5.Sum([]byte(req.Input.MessageBody))
-	_ = json.NewEncoder(w).Encode(map[string]string{
-		"MessageId":        "5fea7756-0ea4-451a-a703-a558b933e274",
-		"MD5OfMessageBody": hex.EncodeToString(sum[:]),
+		return testsupport.SendMessageAnswer(r)
 	})
 }
 
-func (f *fakeSQS) seen() []sqsRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]sqsRequest(nil), f.requests...)
+// sendAll sends evs through s and returns the calls the fake service f saw, failing unless it
+// saw one per event.
+func sendAll[In any](t *testing.T, s Sink, f *testsupport.FakeAWS, evs ...Event) []testsupport.AWSCall[In] {
+	t.Helper()
+	for _, e := range evs {
+		if err := s.Send(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := testsupport.Calls[In](t, f)
+	if len(reqs) != len(evs) {
+		t.Fatalf("server saw %d requests, want %d", len(reqs), len(evs))
+	}
+	return reqs
 }
 
 // sqsSinkFromEnv builds the sink the way a function does, with the endpoint
 // overridden by AWS_ENDPOINT_URL_SQS.
-func sqsSinkFromEnv(t *testing.T, f *fakeSQS, queueURL string) Sink {
+func sqsSinkFromEnv(t *testing.T, f *testsupport.FakeAWS, queueURL string) Sink {
 	t.Helper()
 	return sinkFromEnv(t, "AWS_ENDPOINT_URL_SQS", f.URL, map[string]string{EnvSink: "sqs", EnvQueueURL: queueURL})
 }
@@ -142,18 +114,12 @@ func mustMarshal(v any) string {
 }
 
 func TestSQSStandardQueueGetsEnvelopeWithoutFIFOFields(t *testing.T) {
-	f := newFakeSQS(t)
+	f := newFakeSQS(t, http.StatusOK)
 	queueURL := "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks"
 	s := sqsSinkFromEnv(t, f, queueURL)
 
 	e := testEvent()
-	if err := s.Send(context.Background(), e); err != nil {
-		t.Fatal(err)
-	}
-	reqs := f.seen()
-	if len(reqs) != 1 {
-		t.Fatalf("server saw %d requests, want 1", len(reqs))
-	}
+	reqs := sendAll[sqsInput](t, s, f, e)
 	checkSQSCall(t, reqs[0], queueURL, e)
 	if reqs[0].Input.MessageDeduplicationId != "" || reqs[0].Input.MessageGroupId != "" {
 		t.Errorf("standard queue got FIFO fields: dedup %q group %q", reqs[0].Input.MessageDeduplicationId, reqs[0].Input.MessageGroupId)
@@ -161,22 +127,14 @@ func TestSQSStandardQueueGetsEnvelopeWithoutFIFOFields(t *testing.T) {
 }
 
 func TestSQSFIFOQueueDedupesOnEventAndGroupsByObject(t *testing.T) {
-	f := newFakeSQS(t)
+	f := newFakeSQS(t, http.StatusOK)
 	queueURL := "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks.fifo"
 	s := sqsSinkFromEnv(t, f, queueURL)
 
 	e := testEvent()
 	noObject := testEvent()
 	noObject.ID, noObject.ObjectID = "evt_without_object", ""
-	for _, ev := range []Event{e, noObject} {
-		if err := s.Send(context.Background(), ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reqs := f.seen()
-	if len(reqs) != 2 {
-		t.Fatalf("server saw %d requests, want 2", len(reqs))
-	}
+	reqs := sendAll[sqsInput](t, s, f, e, noObject)
 	checkSQSCall(t, reqs[0], queueURL, e)
 	if got, want := reqs[0].Input.MessageDeduplicationId, "stripe:"+e.ID; got != want {
 		t.Errorf("MessageDeduplicationId = %q, want %q", got, want)
@@ -212,8 +170,7 @@ func TestSQSTokensAreHashedWhenTooLongOrNotPunctuation(t *testing.T) {
 }
 
 func TestSQSServerErrorIsReturnedWrapped(t *testing.T) {
-	f := newFakeSQS(t)
-	f.status = http.StatusInternalServerError
+	f := newFakeSQS(t, http.StatusInternalServerError)
 	s := sqsSinkFromEnv(t, f, "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks")
 
 	err := s.Send(context.Background(), testEvent())
@@ -230,7 +187,7 @@ func TestSQSServerErrorIsReturnedWrapped(t *testing.T) {
 }
 
 func TestSQSOversizeEventFailsBeforeAnyRequest(t *testing.T) {
-	f := newFakeSQS(t)
+	f := newFakeSQS(t, http.StatusOK)
 	s := sqsSinkFromEnv(t, f, "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks")
 
 	e := testEvent()
@@ -239,14 +196,14 @@ func TestSQSOversizeEventFailsBeforeAnyRequest(t *testing.T) {
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("err = %v, want ErrTooLarge", err)
 	}
-	if n := len(f.seen()); n != 0 {
+	if n := len(f.Requests()); n != 0 {
 		t.Errorf("server saw %d requests, want none", n)
 	}
 }
 
 func TestSQSMaxMessageBytesFromEnvRaisesTheLimit(t *testing.T) {
-	f := newFakeSQS(t)
-	awsTestEnv(t)
+	f := newFakeSQS(t, http.StatusOK)
+	testsupport.IsolateAWS(t)
 	t.Setenv("AWS_ENDPOINT_URL_SQS", f.URL)
 	s, err := FromEnv(context.Background(), envMap(map[string]string{
 		EnvSink:               "sqs",
@@ -261,7 +218,7 @@ func TestSQSMaxMessageBytesFromEnvRaisesTheLimit(t *testing.T) {
 	if err := s.Send(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.seen()); n != 1 {
+	if n := len(f.Requests()); n != 1 {
 		t.Errorf("server saw %d requests, want 1", n)
 	}
 }

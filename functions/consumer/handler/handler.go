@@ -44,33 +44,15 @@ import (
 	"github.com/idemlambda/idem/pkg/obs"
 	"github.com/idemlambda/idem/pkg/redisconn"
 	"github.com/idemlambda/idem/pkg/redisguard"
+	"github.com/idemlambda/idem/pkg/sink"
 )
 
 // Scope is the idempotency key scope of the consumer's records.
 const Scope = "consumer"
 
-// Event is a forwarded webhook event: the JSON envelope the sqs sink sends as the message body
-// and the eventbridge sink as the entry's detail.
-type Event struct {
-	// Provider is the sender's name, e.g. "stripe".
-	Provider string `json:"provider"`
-	// ID is the provider's event id (or, for GitHub and Shopify, "sha256:" and the body's hash).
-	ID string `json:"id"`
-	// DeliveryID is the provider's delivery id when the signature does not cover it.
-	DeliveryID string `json:"delivery_id,omitempty"`
-	// Type is the provider's event type; may be empty.
-	Type string `json:"type"`
-	// ObjectID identifies the object the event is about; may be empty.
-	ObjectID string `json:"object_id"`
-	// ReceivedAt is when the webhook function received the event.
-	ReceivedAt time.Time `json:"received_at,omitzero"`
-	// Signed and Unsigned name the envelope's members whose values the provider's signature
-	// covers, and those it does not (see sink.Event.Signed).
-	Signed   []string `json:"signed"`
-	Unsigned []string `json:"unsigned,omitempty"`
-	// Payload is the provider's verified payload.
-	Payload json.RawMessage `json:"payload"`
-}
+// Event is a forwarded webhook event: the envelope the sqs sink sends as the message body and
+// the eventbridge sink as the entry's detail.
+type Event = sink.Envelope
 
 // ErrNotAnEvent is returned (wrapped) by ParseEvent for a body that is not a forwarded event.
 var ErrNotAnEvent = errors.New("consumer: not a forwarded webhook event")
@@ -104,9 +86,11 @@ func LogProcess(logger *slog.Logger) Process {
 // Handler consumes forwarded events. Build it once per execution environment with New; its
 // methods are safe for concurrent use.
 type Handler struct {
-	batch  *idemsqs.Handler[struct{}]
-	logger *slog.Logger
-	conn   *redisconn.Conn // nil when the client came from WithRedis
+	guard       *idem.Guard
+	process     Process
+	concurrency int
+	logger      *slog.Logger
+	conn        *redisconn.Conn // nil when the client came from WithRedis
 }
 
 // New builds everything a batch needs, once: the settings (EnvConcurrency, LOG_LEVEL, and
@@ -126,15 +110,14 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
-	h := &Handler{logger: obs.NewLogger(o.logOut, s.level, s.function)}
+	h := &Handler{logger: obs.NewLogger(o.logOut, s.level, s.function), process: o.process, concurrency: s.concurrency}
 	settings := redisconn.Settings{}
 	if o.redis == nil {
 		if settings, err = redisconn.SettingsFromEnv(getenv); err != nil {
 			return nil, fmt.Errorf("consumer: %w", err)
 		}
 	}
-	var guard *idem.Guard
-	if guard, h.conn, err = redisguard.Open(ctx, redisguard.Config{
+	if h.guard, h.conn, err = redisguard.Open(ctx, redisguard.Config{
 		Client:       o.redis,
 		Settings:     settings,
 		RedisOptions: o.redisOpts,
@@ -142,37 +125,71 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	}); err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
-	process := o.process
-	if process == nil {
-		process = LogProcess(h.logger)
+	if h.process == nil {
+		h.process = LogProcess(h.logger)
 	}
-	h.batch = idemsqs.New(guard, func(ctx context.Context, msg events.SQSMessage) (struct{}, error) {
-		e, err := ParseEvent([]byte(msg.Body))
-		if err != nil {
-			return struct{}{}, err
-		}
-		return struct{}{}, process(ctx, e)
-	},
-		idemsqs.WithScope(Scope),
-		idemsqs.WithKey(keyOf),
-		idemsqs.WithFingerprint(fingerprintOf),
-		idemsqs.WithConcurrency(s.concurrency))
 	return h, nil
 }
 
-// keyOf is a record's key: the provider and its event id.
-func keyOf(msg events.SQSMessage) (string, error) {
-	e, err := ParseEvent([]byte(msg.Body))
-	if err != nil {
-		return "", err
-	}
-	return e.Provider + ":" + e.ID, nil
+// record is one record of a batch, decoded once: its key, fingerprint, work and log line all
+// come from this.
+type record struct {
+	body  string
+	event Event
+	err   error // ErrNotAnEvent, wrapped: the record has no key
+	fp    idem.Fingerprint
+	fpErr error
 }
 
-// fingerprintOf covers what the provider sent (provider, id, payload), not the receipt time nor
-// the unsigned metadata, which may differ when the webhook function forwards an event twice.
-func fingerprintOf(msg events.SQSMessage) (idem.Fingerprint, error) {
-	return idem.FingerprintJSON([]byte(msg.Body), "provider", "id", "payload")
+// decode decodes a record's body. The fingerprint covers what the provider sent (provider, id,
+// payload), not the receipt time nor the unsigned metadata, which may differ when the webhook
+// function forwards an event twice.
+func decode(body string) record {
+	r, b := record{body: body}, []byte(body)
+	if r.event, r.err = ParseEvent(b); r.err == nil {
+		r.fp, r.fpErr = idem.FingerprintJSON(b, "provider", "id", "payload")
+	}
+	return r
+}
+
+// batch is a batch's records, each decoded once, in the batch's order.
+type batch struct {
+	recs []record
+	byID map[string]int // index in recs by message id
+}
+
+func decodeBatch(msgs []events.SQSMessage) *batch {
+	b := &batch{recs: make([]record, len(msgs)), byID: make(map[string]int, len(msgs))}
+	for i, msg := range msgs {
+		b.recs[i] = decode(msg.Body)
+		if _, ok := b.byID[msg.MessageId]; !ok {
+			b.byID[msg.MessageId] = i
+		}
+	}
+	return b
+}
+
+// of returns msg's decoding (a message id the batch repeats with another body is decoded anew).
+func (b *batch) of(msg events.SQSMessage) record {
+	if i, ok := b.byID[msg.MessageId]; ok && b.recs[i].body == msg.Body {
+		return b.recs[i]
+	}
+	return decode(msg.Body)
+}
+
+// key is a record's key: the provider and its event id.
+func (b *batch) key(msg events.SQSMessage) (string, error) {
+	r := b.of(msg)
+	if r.err != nil {
+		return "", r.err
+	}
+	return r.event.Provider + ":" + r.event.ID, nil
+}
+
+// fingerprint is a record's fingerprint (see decode).
+func (b *batch) fingerprint(msg events.SQSMessage) (idem.Fingerprint, error) {
+	r := b.of(msg)
+	return r.fp, r.fpErr
 }
 
 // Close releases what New built: the Redis client. A client given with WithRedis is left open.
@@ -188,8 +205,19 @@ func (h *Handler) Close() error {
 // It writes one log line per record. Its error is always nil.
 func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	start := time.Now()
-	resp, recs := h.batch.Run(ctx, ev)
-	h.logRecords(ctx, ev.Records, recs, time.Since(start))
+	b := decodeBatch(ev.Records)
+	resp, recs := idemsqs.New(h.guard, func(ctx context.Context, msg events.SQSMessage) (struct{}, error) {
+		r := b.of(msg)
+		if r.err != nil {
+			return struct{}{}, r.err
+		}
+		return struct{}{}, h.process(ctx, r.event)
+	},
+		idemsqs.WithScope(Scope),
+		idemsqs.WithKey(b.key),
+		idemsqs.WithFingerprint(b.fingerprint),
+		idemsqs.WithConcurrency(h.concurrency)).Run(ctx, ev)
+	h.logRecords(ctx, b, recs, time.Since(start))
 	return resp, nil
 }
 
@@ -247,11 +275,11 @@ const (
 )
 
 // logRecords writes one line per record.
-func (h *Handler) logRecords(ctx context.Context, msgs []events.SQSMessage, recs []idemsqs.Record[struct{}], d time.Duration) {
+func (h *Handler) logRecords(ctx context.Context, b *batch, recs []idemsqs.Record[struct{}], d time.Duration) {
 	for i, r := range recs {
 		line := obs.Request{Duration: d, RoundTrips: r.RoundTrips, ID: r.MessageID, Err: r.Err}
-		if e, err := ParseEvent([]byte(msgs[i].Body)); err == nil {
-			line.Provider, line.ID = e.Provider, e.ID
+		if rec := b.recs[i]; rec.err == nil {
+			line.Provider, line.ID = rec.event.Provider, rec.event.ID
 		}
 		line.Outcome, line.Reason = outcomeOf(r)
 		obs.LogRequest(ctx, h.logger, line)

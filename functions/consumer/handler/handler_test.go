@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/functions/consumer/handler"
@@ -22,24 +21,11 @@ import (
 	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
-// sent captures what the sqs sink sends, to deliver it as SQS would.
-type sent struct {
-	mu  sync.Mutex
-	ins []*sqs.SendMessageInput
-}
-
-func (s *sent) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ins = append(s.ins, in)
-	return &sqs.SendMessageOutput{}, nil
-}
-
 // forwarded returns the records the consumer receives for events sent through the real sqs
 // sink to a FIFO queue.
 func forwarded(t *testing.T, evs ...sink.Event) []events.SQSMessage {
 	t.Helper()
-	s := &sent{}
+	s := &testsupport.SentMessages{}
 	snk := sink.NewSQS(s, "https://sqs.eu-west-1.amazonaws.com/123456789012/idem-events.fifo")
 	for _, e := range evs {
 		if err := snk.Send(context.Background(), e); err != nil {
@@ -47,7 +33,7 @@ func forwarded(t *testing.T, evs ...sink.Event) []events.SQSMessage {
 		}
 	}
 	var msgs []events.SQSMessage
-	for i, in := range s.ins {
+	for i, in := range s.Inputs() {
 		msgs = append(msgs, handler.Delivered(in, fmt.Sprintf("msg-%d-%s", i, t.Name()), 1))
 	}
 	return msgs
@@ -234,5 +220,29 @@ func TestBadSettingsNameTheVariable(t *testing.T) {
 	var se *setting.Error
 	if !errors.As(err, &se) || se.Var != "REDIS_URL" {
 		t.Errorf("no REDIS_URL inside Lambda: %v", err)
+	}
+}
+
+func TestRecordsSharingAMessageIDAreEachDecodedFromTheirOwnBody(t *testing.T) {
+	out := &testsupport.Buffer{}
+	var mu sync.Mutex
+	var done []string
+	h := newHandler(t, prefixOf(t), out, handler.WithProcess(func(_ context.Context, e handler.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		done = append(done, e.ID+"/"+e.ObjectID)
+		return nil
+	}))
+	msgs := forwarded(t, stripeEvent("evt_same_1", "pi_s1"), stripeEvent("evt_same_2", "pi_s2"))
+	msgs[1].MessageId = msgs[0].MessageId
+	if resp, _ := h.HandleSQS(context.Background(), events.SQSEvent{Records: msgs}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %v", resp.BatchItemFailures)
+	}
+	if got := outcomes(requestLines(t, out)); fmt.Sprint(got) != "[evt_same_1=executed evt_same_2=executed]" {
+		t.Fatalf("lines %v", got)
+	}
+	slices.Sort(done)
+	if fmt.Sprint(done) != "[evt_same_1/pi_s1 evt_same_2/pi_s2]" {
+		t.Fatalf("processed %v", done)
 	}
 }

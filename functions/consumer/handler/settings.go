@@ -51,10 +51,7 @@ func readSettings(getenv func(string) string) (settings, error) {
 		}
 		s.concurrency = n
 	}
-	level, err := obs.ParseLevel(getenv(obs.EnvLogLevel))
-	if err != nil {
-		return s, setting.Errorf(obs.EnvLogLevel, "%q is not one of debug, info, warn, error", getenv(obs.EnvLogLevel))
-	}
-	s.level = level
-	return s, nil
+	var err error
+	s.level, err = obs.LevelFromEnv(getenv)
+	return s, err
 }

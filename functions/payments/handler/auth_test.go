@@ -3,7 +3,6 @@ package handler_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync/atomic"
 	"testing"
 
@@ -12,30 +11,8 @@ import (
 	"github.com/idemlambda/idem/functions/payments/handler"
 	"github.com/idemlambda/idem/pkg/ledger"
 	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/pkg/testsupport"
 )
-
-// countingListener stands where Redis would be and counts the connections made to it. It
-// answers nothing: a request that reached it would end in 503, not in the status tested.
-func countingListener(t *testing.T) (addr string, accepted *atomic.Int64) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted = &atomic.Int64{}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			defer c.Close()
-		}
-	}()
-	t.Cleanup(func() { ln.Close() })
-	return ln.Addr().String(), accepted
-}
 
 // readCountingLedger counts reads besides the writes spyLedger counts.
 type readCountingLedger struct {
@@ -70,7 +47,7 @@ func TestRequestsWithoutAUsablePrincipalGet401BeforeAnyWork(t *testing.T) {
 	for mode, reqs := range unusable {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			addr, accepted := countingListener(t)
+			addr, accepted := testsupport.SilentListener(t)
 			l := &readCountingLedger{spyLedger: newSpyLedger(ledger.NewMemory())}
 			h := newHandler(t, env{"REDIS_URL": "redis://" + addr, handler.EnvAuth: mode}, handler.WithLedger(l))
 			for i, req := range reqs {

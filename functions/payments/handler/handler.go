@@ -45,6 +45,7 @@
 package handler
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -174,7 +175,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	for _, opt := range opts {
 		opt(&o)
 	}
-	level, err := logLevelFromEnv(getenv)
+	level, err := obs.LevelFromEnv(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -243,37 +244,33 @@ func (h *Handler) Close() error {
 // always answers with a response, never with an error, so API Gateway never turns a failure
 // into a bare 502.
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	start := time.Now()
 	rt := matchRoute(req)
-	var resp events.APIGatewayV2HTTPResponse
-	var rec obs.Request
+	logger := h.logger.With(slog.String("route", cmp.Or(rt.key, "unmatched")))
+	return obs.Served(ctx, logger, func() (events.APIGatewayV2HTTPResponse, obs.Request) {
+		resp, rec := h.serve(ctx, req, rt)
+		rec.Status = resp.StatusCode
+		return resp, rec
+	}), nil
+}
+
+// serve answers a request for rt; it returns the response and what the log line records of it.
+func (h *Handler) serve(ctx context.Context, req events.APIGatewayV2HTTPRequest, rt route) (events.APIGatewayV2HTTPResponse, obs.Request) {
 	principal, authenticated := principalOf(req, h.auth)
 	switch {
 	case (rt.key == RouteCreate || rt.key == RouteGet) && !authenticated:
 		// Before anything else: an unidentified caller learns nothing and costs no Redis
 		// command and no ledger read.
-		resp = apigw.Error(401, "unauthenticated",
-			"this request carries no caller identity from the "+h.auth+" authorizer")
-		rec = rejected("unauthenticated")
+		return apigw.Error(401, "unauthenticated",
+			"this request carries no caller identity from the "+h.auth+" authorizer"), rejected("unauthenticated")
 	case rt.key == RouteCreate:
-		resp, rec = h.create(ctx, req, principal)
+		return h.create(ctx, req, principal)
 	case rt.key == RouteGet:
-		resp, rec = h.get(ctx, req, rt.id, principal)
+		return h.get(ctx, req, rt.id, principal)
 	case rt.allow != "":
-		resp = apigw.Error(405, "method_not_allowed", "this path accepts "+rt.allow, "allow", rt.allow)
-		rec = rejected("method_not_allowed")
+		return apigw.Error(405, "method_not_allowed", "this path accepts "+rt.allow, "allow", rt.allow), rejected("method_not_allowed")
 	default:
-		resp = apigw.Error(404, "not_found", "no such route")
-		rec = rejected("no_route")
+		return apigw.Error(404, "not_found", "no such route"), rejected("no_route")
 	}
-	rec.Status = resp.StatusCode
-	rec.Duration = time.Since(start)
-	route := rt.key
-	if route == "" {
-		route = "unmatched"
-	}
-	obs.LogRequest(ctx, h.logger.With(slog.String("route", route)), rec)
-	return resp, nil
 }
 
 // route is what matchRoute found: a route key (and its id), or the methods the path allows.

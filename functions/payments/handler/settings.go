@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/ledger"
-	"github.com/idemlambda/idem/pkg/obs"
 	"github.com/idemlambda/idem/pkg/setting"
 )
 
@@ -160,15 +158,6 @@ func guardOptionsFromEnv(getenv func(string) string) ([]idem.Option, error) {
 		return nil, fmt.Errorf("payments: %w", err)
 	}
 	return opts, nil
-}
-
-// logLevelFromEnv reads LOG_LEVEL.
-func logLevelFromEnv(getenv func(string) string) (slog.Level, error) {
-	l, err := obs.ParseLevel(getenv(obs.EnvLogLevel))
-	if err != nil {
-		return 0, setting.Errorf(obs.EnvLogLevel, "%q is not one of debug, info, warn, error", getenv(obs.EnvLogLevel))
-	}
-	return l, nil
 }
 
 // awsConfigFromEnv loads the AWS SDK configuration the standard way (config.LoadDefaultConfig),

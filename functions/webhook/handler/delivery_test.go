@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemlambda/idem/pkg/apigw"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
+	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -169,7 +170,7 @@ func TestUnverifiedDeliveriesAreRejectedWithoutTouchingRedis(t *testing.T) {
 			}
 		}
 
-		if n, dials := hs.counter.commands.Load(), hs.counter.dials.Load(); n != 0 || dials != 0 {
+		if n, dials := hs.counter.Commands.Load(), hs.counter.Dials.Load(); n != 0 || dials != 0 {
 			t.Errorf("rejected deliveries sent %d Redis commands over %d new connections, want none", n, dials)
 		}
 		if n := hs.sink.attempts(); n != 0 {
@@ -224,7 +225,7 @@ func TestMalformedDeliveriesAreRejectedWithoutTouchingRedis(t *testing.T) {
 		badBase64.IsBase64Encoded = true
 		wantStatus(t, hs.do(t, badBase64), 400, "invalid_encoding")
 
-		if n, dials := hs.counter.commands.Load(), hs.counter.dials.Load(); n != 0 || dials != 0 {
+		if n, dials := hs.counter.Commands.Load(), hs.counter.Dials.Load(); n != 0 || dials != 0 {
 			t.Errorf("malformed deliveries sent %d Redis commands over %d new connections, want none", n, dials)
 		}
 		if n := hs.sink.attempts(); n != 0 {
@@ -239,7 +240,7 @@ func TestUnstorableEventIDIsRejectedWithoutTouchingRedis(t *testing.T) {
 	hs := newHarness(t, "stripe", harnessConfig{})
 	d := sampleDelivery(t, "stripe", strings.Repeat("a", 2000))
 	wantStatus(t, hs.deliver(t, d), 400, "invalid_event_id")
-	if n := hs.counter.commands.Load(); n != 0 {
+	if n := hs.counter.Commands.Load(); n != 0 {
 		t.Errorf("%d Redis commands for an unusable event id", n)
 	}
 	l := hs.logs.requests(t)[0]
@@ -329,7 +330,7 @@ func TestSlackURLVerificationIsAnsweredWithoutRedis(t *testing.T) {
 	unsigned.Headers = map[string]string{"content-type": "application/json"}
 	wantStatus(t, hs.do(t, unsigned), 401, "missing_signature")
 
-	if n := hs.counter.commands.Load(); n != 0 {
+	if n := hs.counter.Commands.Load(); n != 0 {
 		t.Errorf("%d Redis commands for url_verification", n)
 	}
 	if n := hs.sink.attempts(); n != 0 {
@@ -355,7 +356,7 @@ func TestWrongMethodOrRouteIsRejected(t *testing.T) {
 	other := d.signed(t, testSecret("stripe"), fixedNow)
 	other.RawPath, other.RequestContext.HTTP.Path = "/webhooks/github", "/webhooks/github"
 	wantStatus(t, hs.do(t, other), 404, "not_found")
-	if n := hs.counter.commands.Load(); n != 0 {
+	if n := hs.counter.Commands.Load(); n != 0 {
 		t.Errorf("%d Redis commands for a wrong route", n)
 	}
 
@@ -534,7 +535,7 @@ func TestRedisUnreachableGets503WithoutForwarding(t *testing.T) {
 		vars := map[string]string{
 			EnvProvider: pc.name,
 			EnvSecret:   testSecret(pc.name),
-			"REDIS_URL": "redis://" + closedAddr(t),
+			"REDIS_URL": "redis://" + testsupport.ClosedAddr(t),
 		}
 		snk := &recordingSink{}
 		logs := &logBuffer{}

@@ -229,13 +229,11 @@ func (h *Handler) Close() error {
 // exactly one log line for it with obs.LogRequest. It never returns an error: every failure
 // is an HTTP response, so API Gateway never substitutes its own.
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	start := time.Now()
-	resp, rec := h.handle(ctx, req)
-	rec.Provider = h.name
-	rec.Status = resp.StatusCode
-	rec.Duration = time.Since(start)
-	obs.LogRequest(ctx, h.logger, rec)
-	return resp, nil
+	return obs.Served(ctx, h.logger, func() (events.APIGatewayV2HTTPResponse, obs.Request) {
+		resp, rec := h.handle(ctx, req)
+		rec.Provider, rec.Status = h.name, resp.StatusCode
+		return resp, rec
+	}), nil
 }
 
 // handle is the request path, top to bottom: route, body, signature, event, claim and

@@ -14,8 +14,8 @@ import (
 
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/pkg/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
-	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
 // TestCapturedDeliveryResentUnderFreshIDsExecutesOnce: GitHub and Shopify sign the body only.
@@ -89,7 +89,7 @@ func TestCapturedDeliveryResentUnderFreshIDsExecutesOnce(t *testing.T) {
 // from WEBHOOK_SECRET (alone or in a rotation list, whichever provider published it) or from
 // Secrets Manager, fails init with an error naming the variable; under sam local it starts.
 func TestDevelopmentSecretRefusedInsideLambda(t *testing.T) {
-	awsTestEnv(t)
+	testsupport.IsolateAWS(t)
 	const arnPrefix = "arn:aws:secretsmanager:us-east-1:123456789012:secret:dev-"
 	stored := map[string]string{}
 	for _, p := range webhook.Names() {
@@ -98,7 +98,7 @@ func TestDevelopmentSecretRefusedInsideLambda(t *testing.T) {
 	fake := newFakeSecretsManager(t, stored)
 	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", fake.URL)
 
-	lambda := map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "REDIS_URL": "redis://" + closedAddr(t)}
+	lambda := map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "REDIS_URL": "redis://" + testsupport.ClosedAddr(t)}
 	for _, p := range webhook.Names() {
 		variants := map[string]map[string]string{
 			"its own":     {EnvSecret: DevSecret(p)},
@@ -151,17 +151,10 @@ func TestDevelopmentSecretRefusedInsideLambda(t *testing.T) {
 	}
 }
 
-// realSecret is a secret provider p can use that is not published.
+// realSecret is a secret provider p can be configured with that is not published.
 func realSecret(p string) string {
-	preset, _ := webhook.Lookup(p)
-	switch {
-	case preset.SecretFormat == webhook.SecretWhsec:
-		return webhook.StandardSecret([]byte("real-rotated-secret-0123456789"))
-	case preset.Family == webhook.FamilyPublicKey:
-		_, public := webhooktest.KeyPair(preset.Algorithm, "real-rotated-secret-0123456789")
-		return public
-	}
-	return "real-rotated-secret-0123456789"
+	_, verifying := secretPair(p, "real-rotated-secret-0123456789")
+	return verifying
 }
 
 // publishedKeyOf is the development secret of provider other, written as provider p's
@@ -254,7 +247,7 @@ func checkAmbiguousBodies(t *testing.T, hs *harness, provider, member string) {
 		d := delivery{provider: provider, body: []byte(body), headers: map[string]string{"content-type": "application/json"}}
 		wantStatus(t, hs.deliver(t, d), 400, "invalid_payload")
 	}
-	if n := hs.counter.commands.Load(); n != 0 {
+	if n := hs.counter.Commands.Load(); n != 0 {
 		t.Errorf("%d Redis commands for ambiguous ids, want none", n)
 	}
 	if n := hs.sink.attempts(); n != 0 {

@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,30 +95,33 @@ func forEachProvider(t *testing.T, f func(t *testing.T, pc providerCase)) {
 	}
 }
 
-// testSecret is the secret the tests sign provider's deliveries with; a Standard Webhooks
-// secret must be whsec_<base64>, a public-key sender's is its private key (verifierSecret is
-// the public key the function is configured with).
-func testSecret(provider string) string {
+// secretPair returns, for a sender of provider, the secret it signs with and the one the
+// function is configured with, both made from seed: seed itself (as a whsec_ secret for
+// Standard Webhooks), or for a public-key sender the private and public halves of a key pair.
+func secretPair(provider, seed string) (signing, verifying string) {
 	p, _ := webhook.Lookup(provider)
 	switch {
 	case p.SecretFormat == webhook.SecretWhsec:
-		return webhook.StandardSecret([]byte("test-standard-secret"))
+		s := webhook.StandardSecret([]byte(seed))
+		return s, s
 	case p.Family == webhook.FamilyPublicKey:
-		private, _ := webhooktest.KeyPair(p.Algorithm, "test-"+provider+"-secret")
-		return private
+		return webhooktest.KeyPair(p.Algorithm, seed)
 	}
-	return "test-" + provider + "-secret"
+	return seed, seed
+}
+
+// testSecret is the secret the tests sign provider's deliveries with (verifierSecret is the
+// one the function is configured with).
+func testSecret(provider string) string {
+	signing, _ := secretPair(provider, "test-"+provider+"-secret")
+	return signing
 }
 
 // verifierSecret is the secret the tests configure for provider: testSecret, or for a
 // public-key sender the public half of its key pair.
 func verifierSecret(provider string) string {
-	p, _ := webhook.Lookup(provider)
-	if p.Family == webhook.FamilyPublicKey {
-		_, public := webhooktest.KeyPair(p.Algorithm, "test-"+provider+"-secret")
-		return public
-	}
-	return testSecret(provider)
+	_, verifying := secretPair(provider, "test-"+provider+"-secret")
+	return verifying
 }
 
 // otherSecret is a well-formed secret the handler does not accept.
@@ -356,34 +357,6 @@ func (s *recordingSink) setErr(err error) {
 	s.err = err
 }
 
-// commandCounter is a go-redis hook counting the connections a client dials and the commands
-// it sends.
-type commandCounter struct {
-	dials    atomic.Int64
-	commands atomic.Int64
-}
-
-func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c.dials.Add(1)
-		return next(ctx, network, addr)
-	}
-}
-
-func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.commands.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.commands.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 // logBuffer collects log lines from concurrent requests.
 type logBuffer struct{ testsupport.Buffer }
 
@@ -418,7 +391,7 @@ type harness struct {
 	sink    *recordingSink
 	clock   *testClock
 	logs    *logBuffer
-	counter *commandCounter
+	counter *testsupport.CommandCounter
 	rdb     redis.UniversalClient // the handler's client
 	prefix  string
 }
@@ -449,7 +422,7 @@ func newHarness(t testing.TB, provider string, cfg harnessConfig) *harness {
 		t.Cleanup(func() { c.Close() })
 		cfg.rdb = c
 	}
-	counter := &commandCounter{}
+	counter := &testsupport.CommandCounter{}
 	cfg.rdb.AddHook(counter)
 	vars := map[string]string{
 		EnvProvider:       provider,
@@ -620,20 +593,6 @@ func senderID(e sink.Event) string {
 		return e.DeliveryID
 	}
 	return e.ID
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 var errSinkDown = errors.New("sink is down")

@@ -109,7 +109,7 @@ func TestHandshakesAreAnsweredAsDocumentedWithoutRedis(t *testing.T) {
 				t.Fatalf("%d %v %s, want 200 %s", resp.StatusCode, resp.Headers, resp.Body, tc.contentType)
 			}
 			tc.want(t, resp.Body)
-			if n := hs.counter.commands.Load(); n != 0 {
+			if n := hs.counter.Commands.Load(); n != 0 {
 				t.Errorf("%d Redis commands for a handshake", n)
 			}
 			if n := hs.sink.attempts(); n != 0 {

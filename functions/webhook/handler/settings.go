@@ -136,11 +136,9 @@ func readSettings(getenv func(string) string, secretsGiven bool) (settings, erro
 		}
 		s.maxBody = n
 	}
-	level, err := obs.ParseLevel(getenv(obs.EnvLogLevel))
-	if err != nil {
-		return s, setting.Errorf(obs.EnvLogLevel, "%q is not one of debug, info, warn, error", getenv(obs.EnvLogLevel))
+	if s.level, err = obs.LevelFromEnv(getenv); err != nil {
+		return s, err
 	}
-	s.level = level
 	s.function = get(EnvFunctionName)
 	if s.function == "" {
 		s.function = "webhook-" + s.provider

@@ -7,10 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +17,7 @@ import (
 )
 
 func TestSettingsErrorsNameTheVariable(t *testing.T) {
-	base := map[string]string{EnvProvider: "stripe", EnvSecret: "whsec_test", "REDIS_URL": "redis://" + closedAddr(t)}
+	base := map[string]string{EnvProvider: "stripe", EnvSecret: "whsec_test", "REDIS_URL": "redis://" + testsupport.ClosedAddr(t)}
 	lambda := map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}
 	cases := []struct {
 		name string
@@ -80,7 +77,7 @@ func TestInitInsideLambdaNeedsNoReachableRedis(t *testing.T) {
 		"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
 		EnvProvider:              "github",
 		EnvSecret:                "s3cr3t",
-		"REDIS_URL":              "redis://" + closedAddr(t),
+		"REDIS_URL":              "redis://" + testsupport.ClosedAddr(t),
 	}
 	start := time.Now()
 	h, err := New(context.Background(), env(vars), WithLogOutput(io.Discard))
@@ -112,77 +109,31 @@ func TestDevelopmentSecretOutsideLambda(t *testing.T) {
 	})
 }
 
-// awsTestEnv points the AWS SDK's default configuration at nothing but the variables set
-// here, so a developer's ~/.aws files or environment cannot change what the tests see.
-func awsTestEnv(t *testing.T) {
-	t.Helper()
-	none := filepath.Join(t.TempDir(), "absent")
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID":                "AKIDTEST",
-		"AWS_SECRET_ACCESS_KEY":            "secret-test",
-		"AWS_SESSION_TOKEN":                "",
-		"AWS_REGION":                       "us-east-1",
-		"AWS_PROFILE":                      "",
-		"AWS_CONFIG_FILE":                  none,
-		"AWS_SHARED_CREDENTIALS_FILE":      none,
-		"AWS_EC2_METADATA_DISABLED":        "true",
-		"AWS_ENDPOINT_URL":                 "",
-		"AWS_ENDPOINT_URL_SQS":             "",
-		"AWS_ENDPOINT_URL_SECRETS_MANAGER": "",
-		"AWS_MAX_ATTEMPTS":                 "1",
-	} {
-		t.Setenv(k, v)
-	}
-}
+// secretID is what the tests read of a GetSecretValue input.
+type secretID struct{ SecretId string }
 
-// fakeSecretsManager speaks the AWS JSON 1.1 protocol of Secrets Manager's GetSecretValue.
-type fakeSecretsManager struct {
-	*httptest.Server
-	mu      sync.Mutex
-	secrets map[string]string // SecretId -> SecretString
-	reads   []string          // SecretId of each call
-	targets []string
-}
-
-func newFakeSecretsManager(t *testing.T, secrets map[string]string) *fakeSecretsManager {
-	t.Helper()
-	f := &fakeSecretsManager{secrets: secrets}
-	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeSecretsManager) serve(w http.ResponseWriter, r *http.Request) {
-	var in struct{ SecretId string }
-	_ = json.NewDecoder(r.Body).Decode(&in)
-	f.mu.Lock()
-	f.reads = append(f.reads, in.SecretId)
-	f.targets = append(f.targets, r.Header.Get("X-Amz-Target"))
-	value, ok := f.secrets[in.SecretId]
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	if !ok {
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`)
-		return
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"ARN": in.SecretId, "Name": "webhook", "SecretString": value,
-		"VersionId": "8f1d2a7e-5b3c-4e6f-9a0b-1c2d3e4f5a6b", "VersionStages": []string{"AWSCURRENT"},
-		"CreatedDate": 1.7723664e9,
+// newFakeSecretsManager starts a fake Secrets Manager whose GetSecretValue answers with
+// secrets (SecretId to SecretString), or ResourceNotFoundException.
+func newFakeSecretsManager(t *testing.T, secrets map[string]string) *testsupport.FakeAWS {
+	return testsupport.StartFakeAWS(t, testsupport.AWSJSON11, func(r testsupport.AWSRequest) (int, any) {
+		var in secretID
+		_ = json.Unmarshal(r.Body, &in)
+		value, ok := secrets[in.SecretId]
+		if !ok {
+			return http.StatusBadRequest, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`
+		}
+		return http.StatusOK, map[string]any{
+			"ARN": in.SecretId, "Name": "webhook", "SecretString": value,
+			"VersionId": "8f1d2a7e-5b3c-4e6f-9a0b-1c2d3e4f5a6b", "VersionStages": []string{"AWSCURRENT"},
+			"CreatedDate": 1.7723664e9,
+		}
 	})
-}
-
-func (f *fakeSecretsManager) calls() ([]string, []string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.reads...), append([]string(nil), f.targets...)
 }
 
 func TestSecretFromSecretsManagerIsReadOnceAtInit(t *testing.T) {
 	const arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook-github-AbCdEf"
 	fake := newFakeSecretsManager(t, map[string]string{arn: "old-github-secret, new-github-secret\n"})
-	awsTestEnv(t)
+	testsupport.IsolateAWS(t)
 	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", fake.URL)
 
 	testsupport.SharedRedis(t)
@@ -204,9 +155,9 @@ func TestSecretFromSecretsManagerIsReadOnceAtInit(t *testing.T) {
 	resp, _ := invoke(h, d.signed(t, "another-secret", time.Now()))
 	wantStatus(t, resp, 401, "invalid_signature")
 
-	reads, targets := fake.calls()
-	if len(reads) != 1 || reads[0] != arn || targets[0] != "secretsmanager.GetSecretValue" {
-		t.Errorf("Secrets Manager calls %v %v, want one GetSecretValue of %s", reads, targets, arn)
+	calls := testsupport.Calls[secretID](t, fake)
+	if len(calls) != 1 || calls[0].Input.SecretId != arn || calls[0].Target != "secretsmanager.GetSecretValue" {
+		t.Errorf("Secrets Manager calls %+v, want one GetSecretValue of %s", calls, arn)
 	}
 	if strings.Contains(logs.String(), "github-secret") {
 		t.Error("a secret appears in the logs")
@@ -220,7 +171,7 @@ func TestUnusableSecretsManagerSecretFailsInit(t *testing.T) {
 		missingARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gone-AbCdEf"
 	)
 	fake := newFakeSecretsManager(t, map[string]string{jsonARN: `{"secret":"s3cr3t-value"}`, emptyARN: " \n"})
-	awsTestEnv(t)
+	testsupport.IsolateAWS(t)
 	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", fake.URL)
 
 	for _, arn := range []string{jsonARN, emptyARN, missingARN} {

@@ -2,15 +2,11 @@ package handler
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,56 +15,13 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// sqsCall is what the fake SQS saw of one SendMessage request.
-type sqsCall struct {
-	Target string
-	Input  struct {
-		QueueUrl               string
-		MessageBody            string
-		MessageDeduplicationId string
-		MessageGroupId         string
-		MessageAttributes      map[string]struct{ DataType, StringValue string }
-	}
-}
-
-// fakeSQS speaks the AWS JSON 1.0 protocol of SQS's SendMessage.
-type fakeSQS struct {
-	*httptest.Server
-	mu    sync.Mutex
-	calls []sqsCall
-}
-
-func newFakeSQS(t *testing.T) *fakeSQS {
-	t.Helper()
-	f := &fakeSQS{}
-	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeSQS) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var c sqsCall
-	c.Target = r.Header.Get("X-Amz-Target")
-	_ = json.Unmarshal(body, &c.Input)
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	f.mu.Unlock()
-	sum := md5.Sum([]byte(c.Input.MessageBody))
-	out, _ := json.Marshal(map[string]string{
-		"MessageId":        "5fea7756-0ea4-451a-a703-a558b933e274",
-		"MD5OfMessageBody": hex.EncodeToString(sum[:]),
-		"SequenceNumber":   "18849496460467696128",
-	})
-	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-	_, _ = w.Write(out)
-}
-
-func (f *fakeSQS) seen() []sqsCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]sqsCall(nil), f.calls...)
+// sqsInput is what the tests read of a SendMessage input.
+type sqsInput struct {
+	QueueUrl               string
+	MessageBody            string
+	MessageDeduplicationId string
+	MessageGroupId         string
+	MessageAttributes      map[string]struct{ DataType, StringValue string }
 }
 
 // credentialsEndpoint serves AWS credentials as the container credentials endpoint does
@@ -94,8 +47,8 @@ func credentialsEndpoint(t *testing.T) *atomic.Int64 {
 
 func TestSQSSinkForwardsEachEventOnceToAFIFOQueue(t *testing.T) {
 	const queueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks.fifo"
-	fake := newFakeSQS(t)
-	awsTestEnv(t)
+	fake := testsupport.StartFakeAWS(t, testsupport.AWSJSON10, testsupport.SendMessageAnswer)
+	testsupport.IsolateAWS(t)
 	t.Setenv("AWS_ENDPOINT_URL_SQS", fake.URL)
 	credentialFetches := credentialsEndpoint(t)
 	testsupport.SharedRedis(t)
@@ -126,7 +79,7 @@ func TestSQSSinkForwardsEachEventOnceToAFIFOQueue(t *testing.T) {
 
 	deliver("stripe", "evt_1SQSfifo")
 	deliver("github", "3f9a8c2e-5d1b-11f0-9a7e-sqsfifo")
-	calls := fake.seen()
+	calls := testsupport.Calls[sqsInput](t, fake)
 	if len(calls) != 2 {
 		t.Fatalf("SQS got %d SendMessage calls for 2 events delivered twice each", len(calls))
 	}
@@ -170,7 +123,7 @@ func TestSQSSinkForwardsEachEventOnceToAFIFOQueue(t *testing.T) {
 	for i := range 10 {
 		deliver("stripe", fmt.Sprintf("evt_1SQSmore%d", i))
 	}
-	if calls := fake.seen(); len(calls) != 12 {
+	if calls := testsupport.Calls[sqsInput](t, fake); len(calls) != 12 {
 		t.Errorf("SQS got %d calls, want 12", len(calls))
 	}
 	if n := credentialFetches.Load(); n != 2 {
