@@ -51,51 +51,13 @@ func IsolateAWS(t testing.TB) {
 	}
 }
 
-// ClosedAddr returns a loopback address nothing listens on.
-func ClosedAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // SilentListener listens on a loopback address, counts the connections made to it and answers
 // nothing on them: it stands where a server would be, for a test that checks nothing dials it.
 // It and its connections are closed when the test ends.
 func SilentListener(t testing.TB) (addr string, accepted *atomic.Int64) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	accepted = &atomic.Int64{}
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			conns = append(conns, c)
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String(), accepted
+	return Serve(t, func(net.Conn) { accepted.Add(1) }), accepted
 }
 
 // SentMessages is an SQS client (the SendMessage of sink.SQSAPI) that keeps what it is sent
