@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -25,13 +26,18 @@ func main() {
 	// go-redis's own notices (pool, reconnects) as JSON lines too: one object per log line.
 	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", handler.FunctionName))
 	// The first connection (TCP, TLS, AUTH or IAM token) is made here, during init, rather than
-	// on the first request; bounded, so a Redis that is down never holds or fails init.
+	// on the first request, and then one synthetic payment runs the request's code once (see
+	// Handler.Prime); both within one bound, so a Redis that is down never holds or fails init.
+	warmUntil := time.Now().Add(redisconn.DefaultWarmUp)
 	h, err := handler.New(context.Background(), os.Getenv,
 		handler.WithRedisOptions(redisconn.WithWarmUp(redisconn.DefaultWarmUp)))
 	if err != nil {
 		logInitFailure(os.Stdout, err)
 		os.Exit(1)
 	}
+	ctx, cancel := context.WithDeadline(context.Background(), warmUntil)
+	_ = h.Prime(ctx) // on error the first request meets Redis's state itself, as without Prime
+	cancel()
 	lambda.Start(h.Handle)
 }
 

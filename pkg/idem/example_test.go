@@ -90,3 +90,20 @@ func ExampleGuard_DoBatch() {
 	// m1 in_progress 2
 	// m3 executed 2
 }
+
+// At init, after building the guard, Warm has the server compile the guard's scripts within a
+// bound, so the first invocation's completion sends only the script's SHA. Its error changes
+// nothing but that: the first call then sends the script's source.
+func ExampleGuard_Warm() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	guard, err := idem.New(rdb, idem.WithPrefix(examplePrefix()))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	fmt.Println(guard.Warm(ctx))
+	// Output:
+	// <nil>
+}

@@ -48,6 +48,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -91,6 +92,9 @@ type Handler struct {
 	maxAmount int64
 	auth      string          // PAYMENTS_AUTH: where principalOf finds the caller
 	conn      *redisconn.Conn // opened by New and closed by Close; nil with WithRedis
+	// prime is the guard Prime's synthetic request runs on: the same client and settings as
+	// guard, but a result that expires after a millisecond.
+	prime *idem.Guard
 }
 
 // Option changes what New builds.
@@ -222,6 +226,13 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	}
 	if h.guard, h.conn, err = redisguard.Open(ctx, rc); err != nil {
 		return nil, fmt.Errorf("payments: %w", err)
+	}
+	client := o.redis
+	if client == nil {
+		client = h.conn.Client
+	}
+	if h.prime, err = idem.New(client, append(rc.GuardOptions, idem.WithResultTTL(time.Millisecond))...); err != nil {
+		return nil, fmt.Errorf("payments: %w", errors.Join(err, h.conn.Close()))
 	}
 	if o.ledger == nil && s.ledger == LedgerMemory && s.insideLambda {
 		h.logger.Warn("payments are kept in this execution environment's memory only",

@@ -1,0 +1,52 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// guardScripts are the scripts a guard may call, with their source: completion, release and
+// the batch's finish.
+var guardScripts = []struct {
+	script *redis.Script
+	source string
+}{{completeScript, completeSource}, {releaseScript, releaseSource}, {finishScript, finishSource}}
+
+// Warm readies g for its first call, for a function's init: the server compiles every script
+// the guard may call (on a cluster, every node), so that the first completion or release sends
+// only the script's SHA and the server finds it compiled. It costs one round trip on a single
+// server (the loads are pipelined), one per script on a cluster (each reaching every node in
+// parallel), and writes no key.
+//
+// An error leaves g as it was: the first call then sends the scripts' source, as without Warm.
+// Bound it with ctx, so an unreachable server cannot hold the init (the client must honour
+// context deadlines, as redisconn's clients do: go-redis's ContextTimeoutEnabled).
+func (g *Guard) Warm(ctx context.Context) error {
+	var cmds []*redis.StringCmd
+	if _, cluster := g.client.(*redis.ClusterClient); cluster {
+		// A cluster client sends SCRIPT LOAD to every node itself; a pipeline would reach one.
+		for _, s := range guardScripts {
+			cmds = append(cmds, g.client.ScriptLoad(ctx, s.source))
+		}
+	} else {
+		// Not Script.Load: on a pipeline it would record the still empty reply as the SHA.
+		p := g.client.Pipeline()
+		for _, s := range guardScripts {
+			cmds = append(cmds, p.ScriptLoad(ctx, s.source))
+		}
+		_, _ = p.Exec(ctx) // each command carries its own error, checked below
+	}
+	for i, cmd := range cmds {
+		s := guardScripts[i].script
+		switch sha, err := cmd.Result(); {
+		case err != nil:
+			return fmt.Errorf("idem: warm-up: load script %d of %d: %w", i+1, len(cmds), err)
+		case sha != s.Hash():
+			return fmt.Errorf("idem: warm-up: the server named script %d %q, want %q", i+1, sha, s.Hash())
+		}
+		g.scripts.learn(s, nil)
+	}
+	return nil
+}
