@@ -3,14 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemlambda/idem/cmd/localapi/devapi"
+	"github.com/idemlambda/idem/cmd/localapi/devapi/devapitest"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -40,24 +39,8 @@ func startLocalAPIWith(t *testing.T, path, chosen string) string {
 			t.Fatal(err)
 		}
 	}
-	api, err := devapi.New(context.Background(), devapi.Config{
-		Template:   path,
-		Parameters: params,
-		Getenv:     func(string) string { return "" },
-		LogOutput:  io.Discard,
-		AccessLog:  io.Discard,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	t.Cleanup(func() {
-		srv.Close()
-		if err := api.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return srv.URL
+	_, url := devapitest.Start(t, devapi.Config{Template: path, Parameters: params, Getenv: func(string) string { return "" }})
+	return url
 }
 
 func defaults(url string) options {
