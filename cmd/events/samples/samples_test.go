@@ -38,11 +38,7 @@ func load(t *testing.T) (*samtemplate.Template, []samples.Sample) {
 
 func loadTemplate(t *testing.T, path string) (*samtemplate.Template, []samples.Sample) {
 	t.Helper()
-	tpl, err := samtemplate.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := samples.All(tpl)
+	tpl, all, err := samples.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
