@@ -175,3 +175,21 @@ func TestNewIDsHaveTheProvidersShape(t *testing.T) {
 		t.Errorf("newID(github) = %q, want a version 4 UUID", id)
 	}
 }
+
+// A delivery is signed again when it is sent: the tolerance of a timestamped signature runs
+// from then, not from when the requests of every provider were built.
+func TestDeliveriesAreSignedAgainWhenSent(t *testing.T) {
+	reqs, err := build(defaults("http://h:3000"), time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := reqs[0].sign(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, now := reqs[0].headers["stripe-signature"], fresh.headers["stripe-signature"]
+	if old == "" || now == old || fresh.id != reqs[0].id || fresh.url != reqs[0].url {
+		t.Errorf("signed again: %s %s %q; want the same event and URL as %s %s, signed anew (was %q)",
+			fresh.id, fresh.url, now, reqs[0].id, reqs[0].url, old)
+	}
+}
