@@ -46,15 +46,26 @@ func testMeasurer(t *testing.T) *measurer {
 // completion script's EVALSHA also running a GET and a SET.
 const firstCommands = 4
 
+// checkBudget checks the commands per request of each named phase: {sent, counted by the
+// server}. Sent is the round-trip budget; the server also counts the GET and SET a first
+// execution's EVALSHA runs inside the script.
+func checkBudget(t *testing.T, phases map[string]Phase, budget map[string][2]float64) {
+	t.Helper()
+	for name, want := range budget {
+		if p, ok := phases[name]; !ok || p.SentPerReq != want[0] || p.CmdsPerReq != want[1] {
+			t.Errorf("%s: %.2f commands sent, %.2f counted by the server (%s) per request; want %.2f and %.2f",
+				name, p.SentPerReq, p.CmdsPerReq, p.Breakdown, want[0], want[1])
+		}
+	}
+}
+
 func TestCoreCostsItsRoundTripBudgetAndRunsOncePerKey(t *testing.T) {
 	m := testMeasurer(t)
 	phases, err := m.measureCore(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Sent: the round-trip budget. Counted by the server: a first execution's EVALSHA also runs
-	// a GET and a SET inside the script.
-	for name, want := range map[string][2]float64{
+	checkBudget(t, phases, map[string][2]float64{
 		"0 no-idempotency baseline":         {0, 0},
 		"a first-time (unique keys)":        {2, firstCommands},
 		"b replay, no local cache":          {1, 1},
@@ -63,12 +74,7 @@ func TestCoreCostsItsRoundTripBudgetAndRunsOncePerKey(t *testing.T) {
 		"b replay, local cache miss (cold)": {1, 1},
 		"a first-time c=6":                  {2, firstCommands},
 		"b replay c=6":                      {1, 1},
-	} {
-		if p := phases[name]; p.SentPerReq != want[0] || p.CmdsPerReq != want[1] {
-			t.Errorf("%s: %.2f commands sent, %.2f counted by the server (%s) per request; want %.2f and %.2f",
-				name, p.SentPerReq, p.CmdsPerReq, p.Breakdown, want[0], want[1])
-		}
-	}
+	})
 	for _, name := range []string{"c concurrent same key, work 0ms", "c concurrent same key, work 20ms"} {
 		p := phases[name]
 		if p.Ran != 3 || p.PerKeyMin != 1 || p.PerKeyMax != 1 || p.Ran+p.InProgress+p.Stored != 18 || p.Other != 0 {
@@ -83,18 +89,13 @@ func TestWebhookHandlerCostsItsRoundTripBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string][2]float64{
+	checkBudget(t, phases, map[string][2]float64{
 		"a first-time (unique keys)": {2, firstCommands},
 		"b replay, no local cache":   {1, 1},
 		"i in-progress duplicate":    {1, 1},
 		"a first-time c=6":           {2, firstCommands},
 		"b replay c=6":               {1, 1},
-	} {
-		if p := phases[name]; p.SentPerReq != want[0] || p.CmdsPerReq != want[1] {
-			t.Errorf("%s: %.2f commands sent, %.2f counted by the server (%s) per request; want %.2f and %.2f",
-				name, p.SentPerReq, p.CmdsPerReq, p.Breakdown, want[0], want[1])
-		}
-	}
+	})
 }
 
 // sampleReport is a report with the shape a real run produces.

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/cmd/events/samples"
-	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -32,11 +31,7 @@ func main() {
 }
 
 func run(templatePath, dir string, now time.Time) error {
-	t, err := samtemplate.Load(templatePath)
-	if err != nil {
-		return err
-	}
-	all, err := samples.All(t)
+	t, all, err := samples.Load(templatePath)
 	if err != nil {
 		return err
 	}

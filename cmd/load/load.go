@@ -5,23 +5,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/idemlambda/idem/functions/webhook/handler"
-	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/sink"
-	"github.com/idemlambda/idem/pkg/webhook"
-	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
+	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
 )
 
 // Config is one load run.
@@ -101,97 +94,40 @@ func (r *Result) Check(events int) error {
 	return fmt.Errorf("not exactly once: %s", strings.Join(problems, "; "))
 }
 
-// environment is one execution environment: a handler built as at Lambda init, whose log sink
-// writes to its own buffer.
-type environment struct {
-	h        *handler.Handler
-	sinkOut  bytes.Buffer // written only by the sink, which serialises its writes
-	requests lockedWriter
-}
-
-// lockedWriter is a buffer safe for concurrent writes.
-type lockedWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
 // Run sends cfg.Events events, each cfg.Copies times at once, to cfg.Environments environments
 // of the Stripe webhook function, retries every delivery until it is acknowledged, and counts
 // the executions from the sink's log lines.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	stripe, ok := webhook.Lookup("stripe")
-	if !ok {
-		return nil, errors.New("load: no stripe preset")
-	}
-	env := map[string]string{
-		"WEBHOOK_PROVIDER": "stripe",
-		"WEBHOOK_SECRET":   secret,
-		"REDIS_URL":        cfg.RedisURL,
-		"IDEM_KEY_PREFIX":  cfg.Prefix,
-	}
-	envs := make([]*environment, cfg.Environments)
-	for i := range envs {
-		e := &environment{}
-		var err error
-		e.h, err = handler.New(ctx, func(k string) string { return env[k] },
-			handler.WithSink(sink.NewLog(&e.sinkOut)), handler.WithLogOutput(&e.requests))
-		if err != nil {
-			return nil, fmt.Errorf("environment %d: %w", i, err)
-		}
-		defer e.h.Close()
-		envs[i] = e
-	}
-
-	type delivery struct {
-		body    []byte
-		headers map[string]string
-	}
-	bodies := make([]delivery, cfg.Events)
-	for i := range bodies {
-		r, err := webhooktest.Sample("stripe", fmt.Sprintf("evt_load_%s_%d", cfg.Prefix, i), time.Now())
-		if err != nil {
-			return nil, err
-		}
-		bodies[i] = delivery{r.Body, r.Headers}
-	}
-	request := func(d delivery) events.APIGatewayV2HTTPRequest {
-		// Each attempt is signed anew, as Stripe signs each retry; signing with a valid
-		// preset and secret cannot fail.
-		signed, _ := webhooktest.Sign(stripe, secret, webhook.Request{Headers: maps.Clone(d.headers), Body: d.body, Now: time.Now()})
-		h := signed.Headers
-		return events.APIGatewayV2HTTPRequest{
-			Version: "2.0", RouteKey: "POST /webhooks/stripe", RawPath: "/webhooks/stripe", Headers: h, Body: string(d.body),
-			RequestContext: events.APIGatewayV2HTTPRequestContext{
-				HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/webhooks/stripe"},
-			},
-		}
-	}
-
 	var mu sync.Mutex
 	res := &Result{First: map[string]int{}, Retries: map[string]int{}, PerEvent: map[string]int{}}
-	call := func(e *environment, req events.APIGatewayV2HTTPRequest, first bool) int {
-		cctx, cancel := context.WithTimeout(ctx, cfg.Invocation)
-		t := time.Now()
-		resp, _ := e.h.Handle(cctx, req)
-		d := time.Since(t)
-		cancel()
-		o := outcome(resp)
-		mu.Lock()
-		defer mu.Unlock()
-		res.Attempts++
-		res.Latencies = append(res.Latencies, d)
-		if first {
-			res.First[o]++
-		} else {
-			res.Retries[o]++
+	fleet := &webhookfleet.Fleet{Secret: secret, Timeout: cfg.Invocation, MaxRetryEvery: time.Second,
+		Observe: func(a webhookfleet.Attempt) {
+			mu.Lock()
+			defer mu.Unlock()
+			res.Attempts++
+			res.Latencies = append(res.Latencies, a.Duration())
+			if a.Try == 0 {
+				res.First[a.Outcome()]++
+			} else {
+				res.Retries[a.Outcome()]++
+			}
+		}}
+	defer fleet.Close()
+	// Each environment's sink writes to its own buffer, written only by the sink, which
+	// serialises its writes.
+	sinkOut := make([]bytes.Buffer, cfg.Environments)
+	for i := range sinkOut {
+		vars := map[string]string{"REDIS_URL": cfg.RedisURL, "IDEM_KEY_PREFIX": cfg.Prefix}
+		if _, err := fleet.Add(ctx, vars, handler.WithSink(sink.NewLog(&sinkOut[i]))); err != nil {
+			return nil, err
 		}
-		return resp.StatusCode
+	}
+	evs := make([]webhookfleet.Event, cfg.Events)
+	for i := range evs {
+		var err error
+		if evs[i], err = webhookfleet.NewEvent(fmt.Sprintf("evt_load_%s_%d", cfg.Prefix, i)); err != nil {
+			return nil, err
+		}
 	}
 
 	var unacked atomic.Int32
@@ -204,16 +140,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				var copies sync.WaitGroup
 				for c := range cfg.Copies {
 					copies.Go(func() {
-						e := (i + c) % len(envs)
-						deadline := time.Now().Add(cfg.GiveUp)
-						wait := cfg.RetryEvery
-						for k := 0; call(envs[(e+k)%len(envs)], request(bodies[i]), k == 0) != 200; k++ {
-							if time.Now().Add(wait).After(deadline) {
-								unacked.Add(1)
-								return
-							}
-							time.Sleep(wait)
-							wait = min(2*wait, time.Second)
+						if !fleet.Deliver(ctx, (i+c)%cfg.Environments, evs[i], cfg.RetryEvery, cfg.GiveUp) {
+							unacked.Add(1)
 						}
 					})
 				}
@@ -230,32 +158,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Deliveries = cfg.Events * cfg.Copies
 	res.Unacknowledged = int(unacked.Load())
 
-	for i, e := range envs {
-		n, err := countSinkLines(&e.sinkOut, res.PerEvent)
+	for i := range sinkOut {
+		n, err := countSinkLines(&sinkOut[i], res.PerEvent)
 		if err != nil {
 			return nil, fmt.Errorf("environment %d's sink log: %w", i, err)
 		}
 		res.Executions += n
-		res.ResultNotStored += countNotStored(e.requests.buf.Bytes())
+	}
+	for _, n := range fleet.NotStored() {
+		res.ResultNotStored += n
 	}
 	return res, nil
-}
-
-// outcome names a response: executed, replayed, in_progress, unavailable, failed, or the status.
-func outcome(resp events.APIGatewayV2HTTPResponse) string {
-	switch {
-	case resp.StatusCode == 200 && resp.Headers[idemhttp.HeaderReplayed] == "true":
-		return "replayed"
-	case resp.StatusCode == 200:
-		return "executed"
-	case resp.StatusCode == 409:
-		return "in_progress"
-	case resp.StatusCode == 503:
-		return "unavailable"
-	case resp.StatusCode == 500:
-		return "failed"
-	}
-	return fmt.Sprintf("status_%d", resp.StatusCode)
 }
 
 // countSinkLines counts the log sink's lines in r, one JSON object per forwarded event, adding
@@ -277,42 +190,4 @@ func countSinkLines(r io.Reader, perEvent map[string]int) (int, error) {
 		n++
 	}
 	return n, sc.Err()
-}
-
-// countNotStored counts request log lines whose result was not stored.
-func countNotStored(logs []byte) int {
-	n := 0
-	sc := bufio.NewScanner(bytes.NewReader(logs))
-	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
-	for sc.Scan() {
-		var line struct {
-			Msg    string `json:"msg"`
-			Reason string `json:"reason"`
-		}
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "request" &&
-			(line.Reason == "result_not_stored" || line.Reason == "lock_lost") {
-			n++
-		}
-	}
-	return n
-}
-
-// percentile returns the p-th percentile (0-100) of ds, nearest rank.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(float64(len(s))*p/100+0.999999) - 1
-	return s[min(max(i, 0), len(s)-1)]
-}
-
-// formatCounts prints counts as "k1=v1 k2=v2" in key order.
-func formatCounts(m map[string]int) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-	}
-	return strings.Join(parts, " ")
 }

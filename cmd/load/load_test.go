@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
 )
 
 // TestLoadExecutesEveryEventExactlyOnce is make load in small: 4 environments, 100 events each
@@ -33,7 +34,7 @@ func TestLoadExecutesEveryEventExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Deliveries != 1000 || res.First["executed"] != 100 {
-		t.Errorf("deliveries %d, first answers %s; want 1000 deliveries and exactly 100 executed", res.Deliveries, formatCounts(res.First))
+		t.Errorf("deliveries %d, first answers %s; want 1000 deliveries and exactly 100 executed", res.Deliveries, webhookfleet.FormatCounts(res.First))
 	}
 	var first int
 	for _, n := range res.First {
@@ -44,7 +45,7 @@ func TestLoadExecutesEveryEventExactlyOnce(t *testing.T) {
 			first, sum(res.Retries), res.Attempts, len(res.Latencies))
 	}
 	if res.Retries["executed"] != 0 {
-		t.Errorf("a retry executed an event: %s", formatCounts(res.Retries))
+		t.Errorf("a retry executed an event: %s", webhookfleet.FormatCounts(res.Retries))
 	}
 }
 

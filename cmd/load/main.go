@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
 )
 
 func main() {
@@ -69,9 +70,9 @@ func report(cfg Config, r *Result) {
 	fmt.Printf("wall %s: %.0f deliveries/s, %.0f calls/s (%d calls, retries included)\n",
 		r.Wall.Round(time.Millisecond), float64(r.Deliveries)/r.Wall.Seconds(), float64(r.Attempts)/r.Wall.Seconds(), r.Attempts)
 	fmt.Printf("latency per call: p50 %s, p99 %s, max %s\n",
-		us(percentile(r.Latencies, 50)), us(percentile(r.Latencies, 99)), us(percentile(r.Latencies, 100)))
-	fmt.Printf("first answers: %s\n", formatCounts(r.First))
-	fmt.Printf("retries:       %s\n", formatCounts(r.Retries))
+		us(webhookfleet.Percentile(r.Latencies, 50)), us(webhookfleet.Percentile(r.Latencies, 99)), us(webhookfleet.Percentile(r.Latencies, 100)))
+	fmt.Printf("first answers: %s\n", webhookfleet.FormatCounts(r.First))
+	fmt.Printf("retries:       %s\n", webhookfleet.FormatCounts(r.Retries))
 	fmt.Printf("executions counted from the sink's log lines: %d (results not stored: %d, unacknowledged deliveries: %d)\n",
 		r.Executions, r.ResultNotStored, r.Unacknowledged)
 }

@@ -49,6 +49,9 @@ type request struct {
 	url     string
 	body    []byte
 	headers map[string]string
+	// sign, for a signed delivery, signs it again at now: a provider's tolerance for the signed
+	// timestamp runs from the moment it is first sent, not from when every request was built.
+	sign func(now time.Time) (request, error)
 }
 
 // response is one answer.
@@ -92,9 +95,10 @@ func (s summary) String() string {
 	return line + fmt.Sprintf(", %d other, %d failed", s.other, s.failed)
 }
 
-// run builds the requests the options ask for, sends each n times concurrently, sends a
-// delivery answered 409 again after o.retryWait (up to o.retries times), prints every answer
-// and a summary per request to out, and returns the summaries.
+// run builds the requests the options ask for, signs each delivery again just before it is
+// first sent (a timestamped signature's tolerance runs from then), sends each n times
+// concurrently, sends a delivery answered 409 again after o.retryWait (up to o.retries times),
+// prints every answer and a summary per request to out, and returns the summaries.
 func run(ctx context.Context, o options, out io.Writer) ([]summary, error) {
 	reqs, err := build(o, time.Now())
 	if err != nil {
@@ -103,6 +107,11 @@ func run(ctx context.Context, o options, out io.Writer) ([]summary, error) {
 	client := &http.Client{Timeout: o.timeout}
 	var sums []summary
 	for _, r := range reqs {
+		if r.sign != nil {
+			if r, err = r.sign(time.Now()); err != nil {
+				return sums, err
+			}
+		}
 		fmt.Fprintf(out, "%s: POST %s (%s) x%d\n", r.name, r.url, r.id, o.n)
 		s := summary{name: r.name, id: r.id, url: r.url, deliveries: o.n}
 		start := time.Now()
@@ -232,15 +241,24 @@ func build(o options, now time.Time) ([]request, error) {
 			id = newID(p)
 		}
 		target := endpoint("/webhooks/" + p)
-		d, err := samples.DeliveryTo(p, secret, id, publicURL(target), now)
+		sign := func(now time.Time) (request, error) {
+			d, err := samples.DeliveryTo(p, secret, id, publicURL(target), now)
+			if err != nil {
+				return request{}, err
+			}
+			r := request{name: p, id: id, url: target, body: d.Body, headers: d.Headers}
+			if u, err := url.Parse(d.URL); err == nil && u.RawQuery != "" {
+				// The sender's own query parameters (Twilio's bodySHA256) travel with the request.
+				r.url += "?" + u.RawQuery
+			}
+			return r, nil
+		}
+		r, err := sign(now)
 		if err != nil {
 			return nil, err
 		}
-		if u, err := url.Parse(d.URL); err == nil && u.RawQuery != "" {
-			// The sender's own query parameters (Twilio's bodySHA256) travel with the request.
-			target += "?" + u.RawQuery
-		}
-		reqs = append(reqs, request{name: p, id: id, url: target, body: d.Body, headers: d.Headers})
+		r.sign = sign
+		reqs = append(reqs, r)
 	}
 	return reqs, nil
 }

@@ -3,14 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemlambda/idem/cmd/localapi/devapi"
+	"github.com/idemlambda/idem/cmd/localapi/devapi/devapitest"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -40,24 +39,8 @@ func startLocalAPIWith(t *testing.T, path, chosen string) string {
 			t.Fatal(err)
 		}
 	}
-	api, err := devapi.New(context.Background(), devapi.Config{
-		Template:   path,
-		Parameters: params,
-		Getenv:     func(string) string { return "" },
-		LogOutput:  io.Discard,
-		AccessLog:  io.Discard,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	t.Cleanup(func() {
-		srv.Close()
-		if err := api.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return srv.URL
+	_, url := devapitest.Start(t, devapi.Config{Template: path, Parameters: params, Getenv: func(string) string { return "" }})
+	return url
 }
 
 func defaults(url string) options {
@@ -190,5 +173,23 @@ func TestNewIDsHaveTheProvidersShape(t *testing.T) {
 	}
 	if id := newID("github"); len(id) != 36 || id[14] != '4' {
 		t.Errorf("newID(github) = %q, want a version 4 UUID", id)
+	}
+}
+
+// A delivery is signed again when it is sent: the tolerance of a timestamped signature runs
+// from then, not from when the requests of every provider were built.
+func TestDeliveriesAreSignedAgainWhenSent(t *testing.T) {
+	reqs, err := build(defaults("http://h:3000"), time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := reqs[0].sign(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, now := reqs[0].headers["stripe-signature"], fresh.headers["stripe-signature"]
+	if old == "" || now == old || fresh.id != reqs[0].id || fresh.url != reqs[0].url {
+		t.Errorf("signed again: %s %s %q; want the same event and URL as %s %s, signed anew (was %q)",
+			fresh.id, fresh.url, now, reqs[0].id, reqs[0].url, old)
 	}
 }

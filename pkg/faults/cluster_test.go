@@ -24,6 +24,7 @@ import (
 	"github.com/idemlambda/idem/pkg/ledger"
 	"github.com/idemlambda/idem/pkg/redisconn"
 	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
 )
 
 // countingLedger is the payments ledger shared by every environment (as one DynamoDB table is),
@@ -159,7 +160,7 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 
 	rec := &recorder{}
 	hooks := newFleet(t, rec, invocation)
-	hooks.maxRetryEvery = maxRetry
+	hooks.MaxRetryEvery = maxRetry
 	for range environments {
 		hooks.add(vars)
 	}
@@ -233,7 +234,7 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	generate(eventEvery, &numEvents, func(i int) func(c int) {
 		ev := newEvent(fmt.Sprintf("evt_cluster_%d", i))
 		return func(c int) {
-			if !hooks.deliver(context.Background(), (i+c)%environments, ev, retryEvery, giveUp) {
+			if !hooks.Deliver(context.Background(), (i+c)%environments, ev, retryEvery, giveUp) {
 				unacked.Add(1)
 			}
 		}
@@ -339,7 +340,7 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	// Webhooks: measured. Every execution ran under a claim the guard had taken; a duplicate
 	// means Redis lost the record (or the result could not be stored).
 	attempts, executions := rec.snapshot()
-	notStored := hooks.notStored()
+	notStored := hooks.NotStored()
 	perEvent := byEvent(executions)
 	var twice, twiceNotStored int
 	for id, xs := range perEvent {
@@ -370,7 +371,7 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 		return true
 	}
 	for _, a := range attempts {
-		if note(a.status, a.end) {
+		if note(a.Status, a.End) {
 			hookErrs++
 		}
 	}
@@ -399,7 +400,7 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	t.Logf("failover window seen by clients: errors from %s to %s after the kill (%d webhook and %d payment answers 5xx); besides reloading on errors without a reply, the clients reload the cluster layout every %s",
 		firstErr.Sub(killedAt).Round(time.Millisecond), window.Round(time.Millisecond), hookErrs, payErrs, reloadEvery)
 	t.Logf("webhooks: %d events x %d copies: %s; events executed twice: %d of %d (%d with a result not stored, %d because the failover lost the record)",
-		numEvents.Load(), copies, formatCounts(tally(attempts)), twice, len(perEvent), twiceNotStored, twice-twiceNotStored)
+		numEvents.Load(), copies, webhookfleet.FormatCounts(webhookfleet.Tally(attempts)), twice, len(perEvent), twiceNotStored, twice-twiceNotStored)
 	t.Logf("payments: %d keys x %d copies: %s; ledger: %d payments, 1 per key; %d retries found their payment already in the ledger",
-		numPayments.Load(), copies, formatCounts(payCounts), paymentsCreated, existed)
+		numPayments.Load(), copies, webhookfleet.FormatCounts(payCounts), paymentsCreated, existed)
 }

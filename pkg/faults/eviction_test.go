@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
 )
 
 // TestMemoryPressureEviction runs Redis with a small maxmemory under each eviction policy,
@@ -63,9 +64,9 @@ func testEviction(t *testing.T, policy string) {
 	}
 	// Every environment opens its connections first, so the memory their buffers take while
 	// busy is counted before the other application fills the rest.
-	parallel(2*environments, 2*environments, func(i int) { f.send(ctx, i%environments, newEvent(fmt.Sprintf("evt_evict_warm_%d", i))) })
-	if c := tally(rec.attempts); c["executed"] != 2*environments {
-		t.Fatalf("warm-up: %s", formatCounts(c))
+	parallel(2*environments, 2*environments, func(i int) { f.Send(ctx, i%environments, newEvent(fmt.Sprintf("evt_evict_warm_%d", i))) })
+	if c := webhookfleet.Tally(rec.attempts); c["executed"] != 2*environments {
+		t.Fatalf("warm-up: %s", webhookfleet.FormatCounts(c))
 	}
 	rec.attempts, rec.executions = nil, nil
 
@@ -100,7 +101,7 @@ func testEviction(t *testing.T, policy string) {
 	parallel(numEvents, inFlight, func(i int) {
 		var wg sync.WaitGroup
 		for c := range 2 {
-			wg.Go(func() { f.send(ctx, (i+c)%environments, evs[i]) })
+			wg.Go(func() { f.Send(ctx, (i+c)%environments, evs[i]) })
 		}
 		wg.Wait()
 	})
@@ -109,7 +110,7 @@ func testEviction(t *testing.T, policy string) {
 	firstAttempts, firstExecutions := rec.snapshot()
 	// Phase 2: after every claim has expired, one late retry of each event.
 	time.Sleep(lockTTL)
-	parallel(numEvents, inFlight, func(i int) { f.send(ctx, (i+2)%environments, evs[i]) })
+	parallel(numEvents, inFlight, func(i int) { f.Send(ctx, (i+2)%environments, evs[i]) })
 	attempts, executions := rec.snapshot()
 	lateAttempts := attempts[len(firstAttempts):]
 	lateExecutions := executions[len(firstExecutions):]
@@ -121,32 +122,32 @@ func testEviction(t *testing.T, policy string) {
 	}
 	for _, a := range attempts {
 		switch {
-		case a.status == 503 && executedBy[a.id]:
-			t.Errorf("attempt %d on %s answered 503 but ran the work", a.id, a.event)
-		case a.status != 200 && a.status != 409 && a.status != 503:
-			t.Errorf("attempt %d on %s answered %d; want 200, 409 or 503", a.id, a.event, a.status)
+		case a.Status == 503 && executedBy[a.ID]:
+			t.Errorf("attempt %d on %s answered 503 but ran the work", a.ID, a.Event)
+		case a.Status != 200 && a.Status != 409 && a.Status != 503:
+			t.Errorf("attempt %d on %s answered %d; want 200, 409 or 503", a.ID, a.Event, a.Status)
 		}
 	}
 	checks := map[claimState]int{}
 	for _, x := range executions {
 		checks[x.claim]++
 	}
-	notStored := f.notStored()
+	notStored := f.NotStored()
 	perEvent := byEvent(executions)
 	var twice, twiceConcurrent, unexplained int
 	for _, ev := range evs {
 		first := 0
-		for _, x := range perEvent[ev.id] {
-			if !x.at.After(firstAttempts[len(firstAttempts)-1].end) {
+		for _, x := range perEvent[ev.ID] {
+			if !x.at.After(firstAttempts[len(firstAttempts)-1].End) {
 				first++
 			}
 		}
 		if first > 1 {
 			twiceConcurrent++
 		}
-		if n := len(perEvent[ev.id]); n > 1 {
+		if n := len(perEvent[ev.ID]); n > 1 {
 			twice++
-			if n > 1+notStored[ev.id] {
+			if n > 1+notStored[ev.ID] {
 				unexplained++
 			}
 		}
@@ -162,14 +163,14 @@ func testEviction(t *testing.T, policy string) {
 		}
 	}
 	stats := info(t, admin)
-	first, late := tally(firstAttempts), tally(lateAttempts)
+	first, late := webhookfleet.Tally(firstAttempts), webhookfleet.Tally(lateAttempts)
 
 	switch policy {
 	case "noeviction":
 		// Fail closed: memory ran out, claims were refused with 503, nothing was evicted,
 		// and the work only ever ran under a claim still in Redis.
 		if first["unavailable"] == 0 {
-			t.Errorf("memory never ran out (first pass %s): the test did not exercise noeviction", formatCounts(first))
+			t.Errorf("memory never ran out (first pass %s): the test did not exercise noeviction", webhookfleet.FormatCounts(first))
 		}
 		if stats["evicted_keys"] != "0" {
 			t.Errorf("evicted_keys %s under noeviction", stats["evicted_keys"])
@@ -185,7 +186,7 @@ func testEviction(t *testing.T, policy string) {
 	case "allkeys-lru":
 		// Every key can be evicted, so writes never fail for memory.
 		if first["unavailable"]+late["unavailable"] > 0 {
-			t.Errorf("allkeys-lru answered 503: first %s, late %s", formatCounts(first), formatCounts(late))
+			t.Errorf("allkeys-lru answered 503: first %s, late %s", webhookfleet.FormatCounts(first), webhookfleet.FormatCounts(late))
 		}
 		fallthrough
 	default:
@@ -200,9 +201,9 @@ func testEviction(t *testing.T, policy string) {
 	}
 	t.Logf("%s: maxmemory %d KiB, filled to %d KiB with another application's keys without TTL (%d keys of %d KiB), which wrote %d more during the first pass (%d refused)",
 		policy, maxmemory>>10, (maxmemory-headroom)>>10, fillerKeys, fillerValue>>10, written, refused)
-	t.Logf("%s: first pass (2 copies at once): %s; executions %d", policy, formatCounts(first), len(firstExecutions))
+	t.Logf("%s: first pass (2 copies at once): %s; executions %d", policy, webhookfleet.FormatCounts(first), len(firstExecutions))
 	t.Logf("%s: late retry of every event: %s; %d executions, %d of them of an event executed in the first pass (its record was gone)",
-		policy, formatCounts(late), len(lateExecutions), reExecuted)
+		policy, webhookfleet.FormatCounts(late), len(lateExecutions), reExecuted)
 	t.Logf("%s: events executed twice: %d (%d at once in the first pass; %d not explained by a refused completion); results not stored: %d events",
 		policy, twice, twiceConcurrent, unexplained, len(notStored))
 	t.Logf("%s: claim at work time: %v; evicted_keys %s; other application's keys left %d of %d",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
 )
 
 // errKilled is what the killed environment's work returns if it is ever let go: by then its
@@ -58,7 +59,7 @@ func TestKilledEnvironmentClaimExpiresThenRetryExecutesOnce(t *testing.T) {
 	ev := newEvent("evt_killed_mid_work")
 	var doomed sync.WaitGroup
 	claimStart := time.Now()
-	doomed.Go(func() { f.send(ctx, 0, ev) })
+	doomed.Go(func() { f.Send(ctx, 0, ev) })
 	select {
 	case <-started:
 	case <-time.After(10 * time.Second):
@@ -68,7 +69,7 @@ func TestKilledEnvironmentClaimExpiresThenRetryExecutesOnce(t *testing.T) {
 	killedAt := time.Now()
 	t.Cleanup(func() { letGo(); doomed.Wait() })
 
-	pttl, err := admin.PTTL(ctx, recordKey(prefix, "stripe", ev.id)).Result()
+	pttl, err := admin.PTTL(ctx, recordKey(prefix, "stripe", ev.ID)).Result()
 	if err != nil || pttl <= 0 || pttl > lockTTL {
 		t.Fatalf("claim left by the killed environment: PTTL %v, %v; want a TTL up to %s", pttl, err, lockTTL)
 	}
@@ -77,26 +78,26 @@ func TestKilledEnvironmentClaimExpiresThenRetryExecutesOnce(t *testing.T) {
 	var answered []attempt
 	var recoveredAt time.Time
 	for k := 0; time.Since(killedAt) < lockTTL+10*time.Second; k++ {
-		a := f.send(ctx, 1+k%3, ev)
+		a := f.Send(ctx, 1+k%3, ev)
 		answered = append(answered, a)
-		if a.status == 200 {
-			recoveredAt = a.end
+		if a.Status == 200 {
+			recoveredAt = a.End
 			break
 		}
 		time.Sleep(retryEvery)
 	}
 	if recoveredAt.IsZero() {
-		t.Fatalf("no retry was acknowledged within %s of the kill: %s", lockTTL+10*time.Second, formatCounts(tally(answered)))
+		t.Fatalf("no retry was acknowledged within %s of the kill: %s", lockTTL+10*time.Second, webhookfleet.FormatCounts(webhookfleet.Tally(answered)))
 	}
 	claimExpiry := claimStart.Add(lockTTL) // the claim was set after claimStart: it expires no sooner
 	for _, a := range answered {
-		if a.end.Before(claimExpiry) && a.status != 409 {
-			t.Errorf("retry %d ended %s after the claim, before its TTL, with %d; want 409", a.id, a.end.Sub(claimStart), a.status)
+		if a.End.Before(claimExpiry) && a.Status != 409 {
+			t.Errorf("retry %d ended %s after the claim, before its TTL, with %d; want 409", a.ID, a.End.Sub(claimStart), a.Status)
 		}
 	}
 	last := answered[len(answered)-1]
-	if last.outcome() != "executed" {
-		t.Errorf("the retry after the claim expired: %s; want executed", last.outcome())
+	if last.Outcome() != "executed" {
+		t.Errorf("the retry after the claim expired: %s; want executed", last.Outcome())
 	}
 	// Recovery happens at the TTL, not at some later default; a generous bound for a busy machine.
 	if late := recoveredAt.Sub(claimStart); late > lockTTL+2*time.Second {
@@ -104,19 +105,19 @@ func TestKilledEnvironmentClaimExpiresThenRetryExecutesOnce(t *testing.T) {
 	}
 	// Each 409 told the provider to come back no later than the claim's expiry.
 	for _, a := range answered {
-		if a.status != 409 {
+		if a.Status != 409 {
 			continue
 		}
-		secs, err := strconv.Atoi(a.retryAfter)
+		secs, err := strconv.Atoi(a.RetryAfter)
 		if err != nil || secs < 1 || time.Duration(secs)*time.Second > lockTTL+time.Second {
-			t.Errorf("409 retry-after %q; want whole seconds, at most the claim TTL %s", a.retryAfter, lockTTL)
+			t.Errorf("409 retry-after %q; want whole seconds, at most the claim TTL %s", a.RetryAfter, lockTTL)
 		}
 	}
 
 	// More duplicates replay the result; the event ran exactly once, in a live environment.
 	for env := 1; env < 4; env++ {
-		if a := f.send(ctx, env, ev); a.outcome() != "replayed" {
-			t.Errorf("duplicate to environment %d after recovery: %s; want replayed", env, a.outcome())
+		if a := f.Send(ctx, env, ev); a.Outcome() != "replayed" {
+			t.Errorf("duplicate to environment %d after recovery: %s; want replayed", env, a.Outcome())
 		}
 	}
 	_, executions := rec.snapshot()
@@ -127,8 +128,8 @@ func TestKilledEnvironmentClaimExpiresThenRetryExecutesOnce(t *testing.T) {
 	// Letting the dead environment's goroutine go changes nothing: its release cannot reach Redis.
 	letGo()
 	doomed.Wait()
-	if a := f.send(ctx, 2, ev); a.outcome() != "replayed" {
-		t.Errorf("after the killed environment's work returned: %s; want replayed", a.outcome())
+	if a := f.Send(ctx, 2, ev); a.Outcome() != "replayed" {
+		t.Errorf("after the killed environment's work returned: %s; want replayed", a.Outcome())
 	}
 	if _, xs := rec.snapshot(); len(xs) != 1 {
 		t.Errorf("executions after the killed environment returned: %d; want 1", len(xs))
@@ -136,6 +137,6 @@ func TestKilledEnvironmentClaimExpiresThenRetryExecutesOnce(t *testing.T) {
 
 	t.Logf("claim TTL %s (invocation timeout %s + lock margin); PTTL read after the kill %s", lockTTL, invocation, pttl)
 	t.Logf("retries every %s: %s; first acknowledged %s after the claim, %s after the kill",
-		retryEvery, formatCounts(tally(answered)), recoveredAt.Sub(claimStart).Round(time.Millisecond), recoveredAt.Sub(killedAt).Round(time.Millisecond))
-	t.Logf("409 answers took p50 %s", ms(percentile(durations(answered, func(a attempt) bool { return a.status == 409 }), 50)))
+		retryEvery, webhookfleet.FormatCounts(webhookfleet.Tally(answered)), recoveredAt.Sub(claimStart).Round(time.Millisecond), recoveredAt.Sub(killedAt).Round(time.Millisecond))
+	t.Logf("409 answers took p50 %s", ms(webhookfleet.Percentile(durations(answered, func(a attempt) bool { return a.Status == 409 }), 50)))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
 )
 
 // TestRedisRestartDuringDuplicateStream stops and restarts the Redis server while a stream of
@@ -76,8 +77,8 @@ func testRestart(t *testing.T, durable bool, args ...string) {
 		firstSent[i] = time.Now()
 		for c := range copies {
 			wg.Go(func() {
-				if !f.deliver(ctx, (i+c)%environments, ev, retryEvery, 30*time.Second) {
-					unacked.Store(ev.id, true)
+				if !f.Deliver(ctx, (i+c)%environments, ev, retryEvery, 30*time.Second) {
+					unacked.Store(ev.ID, true)
 				}
 			})
 		}
@@ -96,7 +97,7 @@ func testRestart(t *testing.T, durable bool, args ...string) {
 	streamAttempts, _ := rec.snapshot()
 	late := map[string]int{}
 	for i, ev := range evs {
-		late[f.send(ctx, i%environments, ev).outcome()]++
+		late[f.Send(ctx, i%environments, ev).Outcome()]++
 	}
 	attempts, executions := rec.snapshot()
 
@@ -107,11 +108,11 @@ func testRestart(t *testing.T, durable bool, args ...string) {
 	}
 	var during []attempt
 	for _, a := range attempts {
-		if !a.start.Before(stoppedAt) && !a.end.After(restartBegin) {
+		if !a.Start.Before(stoppedAt) && !a.End.After(restartBegin) {
 			during = append(during, a)
-			if a.status != 503 || executedBy[a.id] {
+			if a.Status != 503 || executedBy[a.ID] {
 				t.Errorf("attempt %d on %s while Redis was down: status %d, executed %v; want 503 and no work",
-					a.id, a.event, a.status, executedBy[a.id])
+					a.ID, a.Event, a.Status, executedBy[a.ID])
 			}
 		}
 	}
@@ -127,18 +128,18 @@ func testRestart(t *testing.T, durable bool, args ...string) {
 		}
 	}
 	for _, a := range attempts {
-		if a.status != 200 && a.status != 409 && a.status != 503 {
-			t.Errorf("attempt %d on %s answered %d; want 200, 409 or 503", a.id, a.event, a.status)
+		if a.Status != 200 && a.Status != 409 && a.Status != 503 {
+			t.Errorf("attempt %d on %s answered %d; want 200, 409 or 503", a.ID, a.Event, a.Status)
 		}
 	}
 
 	// Exactly once, except what the design admits: a result not stored (claim then expires)
 	// and, without persistence, the records the restart erased.
-	notStored := f.notStored()
+	notStored := f.NotStored()
 	perEvent := byEvent(executions)
 	var twice, explained, lost, afterOnly int
 	for i, ev := range evs {
-		xs := perEvent[ev.id]
+		xs := perEvent[ev.ID]
 		var pre, post int
 		for _, x := range xs {
 			if x.at.Before(restartBegin) {
@@ -148,22 +149,22 @@ func testRestart(t *testing.T, durable bool, args ...string) {
 			}
 		}
 		if len(xs) == 0 {
-			t.Errorf("event %s was never executed", ev.id)
+			t.Errorf("event %s was never executed", ev.ID)
 			continue
 		}
 		if len(xs) > 1 {
 			twice++
 		}
-		allowed := 1 + notStored[ev.id]
+		allowed := 1 + notStored[ev.ID]
 		switch {
 		case durable && len(xs) > allowed:
-			t.Errorf("event %s executed %d times (%d results not stored): duplicate on a durable store", ev.id, len(xs), notStored[ev.id])
+			t.Errorf("event %s executed %d times (%d results not stored): duplicate on a durable store", ev.ID, len(xs), notStored[ev.ID])
 		case !durable && (pre > allowed || post > allowed):
-			t.Errorf("event %s executed %d times before and %d after the restart (%d results not stored)", ev.id, pre, post, notStored[ev.id])
+			t.Errorf("event %s executed %d times before and %d after the restart (%d results not stored)", ev.ID, pre, post, notStored[ev.ID])
 		case !durable && len(xs) > 2:
-			t.Errorf("event %s executed %d times", ev.id, len(xs))
+			t.Errorf("event %s executed %d times", ev.ID, len(xs))
 		}
-		if len(xs) > 1 && notStored[ev.id] > 0 {
+		if len(xs) > 1 && notStored[ev.ID] > 0 {
 			explained++
 		}
 		if pre > 0 && post > 0 {
@@ -172,39 +173,39 @@ func testRestart(t *testing.T, durable bool, args ...string) {
 		if firstSent[i].After(restartedAt) {
 			afterOnly++
 			if len(xs) != 1 {
-				t.Errorf("event %s, first sent after the restart, executed %d times", ev.id, len(xs))
+				t.Errorf("event %s, first sent after the restart, executed %d times", ev.ID, len(xs))
 			}
 		}
 	}
 	if durable && late["replayed"] != numEvents {
-		t.Errorf("late retries after the stream: %s; want all %d replayed", formatCounts(late), numEvents)
+		t.Errorf("late retries after the stream: %s; want all %d replayed", webhookfleet.FormatCounts(late), numEvents)
 	}
 
 	// Measurements.
 	var first503, last503, firstOKAfter time.Time
 	for _, a := range streamAttempts {
-		if a.status == 503 {
-			if first503.IsZero() || a.end.Before(first503) {
-				first503 = a.end
+		if a.Status == 503 {
+			if first503.IsZero() || a.End.Before(first503) {
+				first503 = a.End
 			}
-			if a.end.After(last503) {
-				last503 = a.end
+			if a.End.After(last503) {
+				last503 = a.End
 			}
 		}
-		if a.status == 200 && a.start.After(restartBegin) && (firstOKAfter.IsZero() || a.end.Before(firstOKAfter)) {
-			firstOKAfter = a.end
+		if a.Status == 200 && a.Start.After(restartBegin) && (firstOKAfter.IsZero() || a.End.Before(firstOKAfter)) {
+			firstOKAfter = a.End
 		}
 	}
-	d503 := durations(streamAttempts, func(a attempt) bool { return a.status == 503 })
+	d503 := durations(streamAttempts, func(a attempt) bool { return a.Status == 503 })
 	t.Logf("durable=%v: %d events x %d copies over %d environments; Redis down %s (stopped %s after the stream began)",
 		durable, numEvents, copies, environments, restartBegin.Sub(stoppedAt).Round(time.Millisecond), stopAfter)
-	t.Logf("stream attempts: %s; %d attempts fell entirely inside the outage, all 503", formatCounts(tally(streamAttempts)), len(during))
+	t.Logf("stream attempts: %s; %d attempts fell entirely inside the outage, all 503", webhookfleet.FormatCounts(webhookfleet.Tally(streamAttempts)), len(during))
 	t.Logf("503 answered in p50 %s, max %s; first 503 %s after the stop returned, last 503 %s after the server answered again",
-		ms(percentile(d503, 50)), ms(percentile(d503, 100)), first503.Sub(stoppedAt).Round(time.Millisecond), last503.Sub(restartedAt).Round(time.Millisecond))
+		ms(webhookfleet.Percentile(d503, 50)), ms(webhookfleet.Percentile(d503, 100)), first503.Sub(stoppedAt).Round(time.Millisecond), last503.Sub(restartedAt).Round(time.Millisecond))
 	t.Logf("first 200 started after the restart: %s after the server answered again (go-redis stops dialing after PoolSize failed dials and probes once a second)",
 		firstOKAfter.Sub(restartedAt).Round(time.Millisecond))
 	t.Logf("claim check at work time: %v", checks)
 	t.Logf("executions %d for %d events; events executed twice: %d (%d with a result not stored, %d executed before and again after the restart); %d events first sent after the restart, each executed once",
 		len(executions), numEvents, twice, explained, lost, afterOnly)
-	t.Logf("late retry of every event after the stream: %s", formatCounts(late))
+	t.Logf("late retry of every event after the stream: %s", webhookfleet.FormatCounts(late))
 }

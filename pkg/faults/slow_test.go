@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemlambda/idem/pkg/redisconn"
 	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
 )
 
 // TestSlowRedisDeadlinesHold puts a fault-injecting proxy between the environments and Redis.
@@ -56,15 +57,15 @@ func TestSlowRedisDeadlinesHold(t *testing.T) {
 		evs := stream(t, f, "evt_latency", 16, 4, 150*time.Millisecond, 300*time.Millisecond, nil)
 		attempts, xs := rec.snapshot()
 		checkOnceEach(t, xs, evs)
-		counts := tally(attempts)
+		counts := webhookfleet.Tally(attempts)
 		if counts["unavailable"] > 0 || counts["failed"] > 0 {
-			t.Errorf("latency below the timeouts caused failures: %s", formatCounts(counts))
+			t.Errorf("latency below the timeouts caused failures: %s", webhookfleet.FormatCounts(counts))
 		}
 		t.Logf("100ms each way: %s; executed in p50 %s, replayed p50 %s, in progress p50 %s",
-			formatCounts(counts),
-			ms(percentile(durations(attempts, func(a attempt) bool { return a.outcome() == "executed" }), 50)),
-			ms(percentile(durations(attempts, func(a attempt) bool { return a.outcome() == "replayed" }), 50)),
-			ms(percentile(durations(attempts, func(a attempt) bool { return a.outcome() == "in_progress" }), 50)))
+			webhookfleet.FormatCounts(counts),
+			ms(webhookfleet.Percentile(durations(attempts, func(a attempt) bool { return a.Outcome() == "executed" }), 50)),
+			ms(webhookfleet.Percentile(durations(attempts, func(a attempt) bool { return a.Outcome() == "replayed" }), 50)),
+			ms(webhookfleet.Percentile(durations(attempts, func(a attempt) bool { return a.Outcome() == "in_progress" }), 50)))
 	})
 
 	// unreachable runs one delivery of each of n events while fault is in force, checks they
@@ -81,19 +82,19 @@ func TestSlowRedisDeadlinesHold(t *testing.T) {
 		// only new connections' handshakes.
 		var wg sync.WaitGroup
 		for i := range 2 * environments {
-			wg.Go(func() { f.send(context.Background(), i%environments, newEvent(fmt.Sprintf("evt_%s_warm_%d", name, i))) })
+			wg.Go(func() { f.Send(context.Background(), i%environments, newEvent(fmt.Sprintf("evt_%s_warm_%d", name, i))) })
 		}
 		wg.Wait()
 		warm, _ := rec.snapshot()
 		rec.mu.Lock()
 		rec.attempts, rec.executions = nil, nil
 		rec.mu.Unlock()
-		if c := tally(warm); c["executed"] != len(warm) {
-			t.Fatalf("warm-up: %s", formatCounts(c))
+		if c := webhookfleet.Tally(warm); c["executed"] != len(warm) {
+			t.Fatalf("warm-up: %s", webhookfleet.FormatCounts(c))
 		}
 		fault()
 		for i, ev := range evs {
-			wg.Go(func() { f.send(context.Background(), i%environments, ev) })
+			wg.Go(func() { f.Send(context.Background(), i%environments, ev) })
 		}
 		wg.Wait()
 		during, xs := rec.snapshot()
@@ -101,11 +102,11 @@ func TestSlowRedisDeadlinesHold(t *testing.T) {
 			t.Errorf("%d events executed while Redis could not answer", len(xs))
 		}
 		for _, a := range during {
-			if a.status != 503 {
-				t.Errorf("attempt on %s during the fault: %d; want 503", a.event, a.status)
+			if a.Status != 503 {
+				t.Errorf("attempt on %s during the fault: %d; want 503", a.Event, a.Status)
 			}
-			if a.duration() > clientBound {
-				t.Errorf("attempt on %s took %s to fail; want within the client timeouts (%s)", a.event, a.duration(), clientBound)
+			if a.Duration() > clientBound {
+				t.Errorf("attempt on %s took %s to fail; want within the client timeouts (%s)", a.Event, a.Duration(), clientBound)
 			}
 		}
 		d := durations(during, func(attempt) bool { return true })
@@ -114,7 +115,7 @@ func TestSlowRedisDeadlinesHold(t *testing.T) {
 		var acked atomic.Int32
 		for i, ev := range evs {
 			wg.Go(func() {
-				if f.deliver(context.Background(), i%environments, ev, 200*time.Millisecond, 4*lockTTL) {
+				if f.Deliver(context.Background(), i%environments, ev, 200*time.Millisecond, 4*lockTTL) {
 					acked.Add(1)
 				}
 			})
@@ -127,9 +128,9 @@ func TestSlowRedisDeadlinesHold(t *testing.T) {
 			t.Errorf("%d of %d events acknowledged after the fault", acked.Load(), n)
 		}
 		t.Logf("%s: %d deliveries answered 503 in p50 %s, max %s (client bound %s, invocation timeout %s)",
-			name, len(during), ms(percentile(d, 50)), ms(percentile(d, 100)), clientBound, invocation)
+			name, len(during), ms(webhookfleet.Percentile(d, 50)), ms(webhookfleet.Percentile(d, 100)), clientBound, invocation)
 		t.Logf("%s: after the fault every event acknowledged within %s; attempts after it: %s",
-			name, recovered.Round(time.Millisecond), formatCounts(tally(attempts[len(during):])))
+			name, recovered.Round(time.Millisecond), webhookfleet.FormatCounts(webhookfleet.Tally(attempts[len(during):])))
 	}
 
 	t.Run("RepliesSlowerThanReadTimeout", func(t *testing.T) {
@@ -162,25 +163,25 @@ func droppedConnections(t *testing.T, f *fleet, rec *recorder, proxy *testsuppor
 	evs := stream(t, f, "evt_drops", 60, 4, 20*time.Millisecond, 100*time.Millisecond, stop)
 	attempts, xs := rec.snapshot()
 	checkGuarded(t, xs)
-	notStored := f.notStored()
+	notStored := f.NotStored()
 	perEvent := byEvent(xs)
 	var twice int
 	for _, ev := range evs {
-		n := len(perEvent[ev.id])
+		n := len(perEvent[ev.ID])
 		if n > 1 {
 			twice++
 		}
-		if n < 1 || n > 1+notStored[ev.id] {
-			t.Errorf("event %s executed %d times with %d results not stored", ev.id, n, notStored[ev.id])
+		if n < 1 || n > 1+notStored[ev.ID] {
+			t.Errorf("event %s executed %d times with %d results not stored", ev.ID, n, notStored[ev.ID])
 		}
 	}
 	for _, a := range attempts {
-		if a.status != 200 && a.status != 409 && a.status != 503 {
-			t.Errorf("attempt on %s answered %d; want 200, 409 or 503", a.event, a.status)
+		if a.Status != 200 && a.Status != 409 && a.Status != 503 {
+			t.Errorf("attempt on %s answered %d; want 200, 409 or 503", a.Event, a.Status)
 		}
 	}
 	t.Logf("%d connection drops during %d events x 4 copies: %s; events executed twice: %d; results not stored: %d",
-		drops.Load(), len(evs), formatCounts(tally(attempts)), twice, len(notStored))
+		drops.Load(), len(evs), webhookfleet.FormatCounts(webhookfleet.Tally(attempts)), twice, len(notStored))
 }
 
 // checkGuarded fails the test for every execution that started without its in-progress claim in
@@ -192,8 +193,8 @@ func checkOnceEach(t *testing.T, xs []execution, evs []event) {
 	checkGuarded(t, xs)
 	perEvent := byEvent(xs)
 	for _, ev := range evs {
-		if n := len(perEvent[ev.id]); n != 1 {
-			t.Errorf("event %s executed %d times; want 1", ev.id, n)
+		if n := len(perEvent[ev.ID]); n != 1 {
+			t.Errorf("event %s executed %d times; want 1", ev.ID, n)
 		}
 	}
 }
@@ -220,8 +221,8 @@ func stream(t *testing.T, f *fleet, name string, n, copies int, spacing, retryEv
 		evs[i] = ev
 		for c := range copies {
 			wg.Go(func() {
-				if !f.deliver(context.Background(), (i+c)%len(f.envs), ev, retryEvery, 30*time.Second) {
-					unacked.Store(ev.id, true)
+				if !f.Deliver(context.Background(), (i+c)%f.Len(), ev, retryEvery, 30*time.Second) {
+					unacked.Store(ev.ID, true)
 				}
 			})
 		}

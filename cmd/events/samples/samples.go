@@ -134,6 +134,19 @@ var webhookSamples = []webhookSample{
 		description: "Slack url_verification handshake: 200 with the challenge, nothing stored"},
 }
 
+// Load loads the SAM template at path and returns it with every sample for its routes (All).
+func Load(path string) (*samtemplate.Template, []Sample, error) {
+	t, err := samtemplate.Load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	all, err := All(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, all, nil
+}
+
 // All returns every sample, for the routes of t, sorted by file name. It fails when t lacks a
 // route or function a sample needs.
 func All(t *samtemplate.Template) ([]Sample, error) {

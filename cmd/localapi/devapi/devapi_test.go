@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/idemlambda/idem/cmd/events/samples"
 	"github.com/idemlambda/idem/cmd/localapi/devapi"
+	"github.com/idemlambda/idem/cmd/localapi/devapi/devapitest"
 	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
 	"github.com/idemlambda/idem/pkg/setting"
 	"github.com/idemlambda/idem/pkg/testsupport"
@@ -27,19 +27,8 @@ func start(t *testing.T, env map[string]string) (*devapi.API, string) {
 
 func startWith(t *testing.T, cfg devapi.Config) (*devapi.API, string) {
 	t.Helper()
-	cfg.Template, cfg.LogOutput, cfg.AccessLog = "../../../template.yaml", io.Discard, io.Discard
-	api, err := devapi.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	t.Cleanup(func() {
-		srv.Close()
-		if err := api.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return api, srv.URL
+	cfg.Template = "../../../template.yaml"
+	return devapitest.Start(t, cfg)
 }
 
 func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T) {
@@ -172,14 +161,8 @@ func TestExtraSecretsAreAcceptedBesidesTheDevelopmentSecret(t *testing.T) {
 // embedded server cannot compile.
 func TestFirstDeliveryOnAFreshEmbeddedRedisCostsTwoRoundTrips(t *testing.T) {
 	var logs testsupport.Buffer
-	cfg := devapi.Config{Getenv: func(string) string { return "" }, Template: "../../../template.yaml", LogOutput: &logs, AccessLog: io.Discard}
-	api, err := devapi.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	defer func() { srv.Close(); api.Close() }()
-	if status := deliver(t, srv.URL, "stripe", devapi.DevSecret("stripe"), "evt_fresh_1"); status != 200 {
+	_, base := startWith(t, devapi.Config{Getenv: func(string) string { return "" }, LogOutput: &logs})
+	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_fresh_1"); status != 200 {
 		t.Fatalf("first delivery: %d", status)
 	}
 	var line map[string]any
