@@ -14,6 +14,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -34,7 +35,9 @@ func main() {
 		opts = append(opts, handler.WithProcess(process))
 	}
 	// The first connection (TCP, TLS, AUTH or IAM token) is made here, during init, rather than
-	// on the first batch; bounded, so a Redis that is down never holds or fails init.
+	// on the first batch, and then the server compiles the guard's scripts (Handler.Prime);
+	// both within one bound, so a Redis that is down never holds or fails init.
+	warmUntil := time.Now().Add(redisconn.DefaultWarmUp)
 	h, err := handler.New(context.Background(), os.Getenv, opts...)
 	if err != nil {
 		// One line naming the variable, then a non-zero exit: Lambda reports the init failure.
@@ -42,5 +45,8 @@ func main() {
 			"function", os.Getenv(handler.EnvFunctionName), "error", err.Error())
 		os.Exit(1)
 	}
+	ctx, cancel := context.WithDeadline(context.Background(), warmUntil)
+	_ = h.Prime(ctx) // on error the first batch sends the scripts' source, as without Prime
+	cancel()
 	lambda.Start(h.Handle)
 }

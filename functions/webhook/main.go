@@ -12,6 +12,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -23,7 +24,9 @@ func main() {
 	// go-redis's own notices (pool, reconnects) as JSON lines too: one object per log line.
 	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", os.Getenv(handler.EnvFunctionName)))
 	// The first connection (TCP, TLS, AUTH or IAM token) is made here, during init, rather than
-	// on the first request; bounded, so a Redis that is down never holds or fails init.
+	// on the first request, and then the server compiles the guard's scripts (Handler.Prime);
+	// both within one bound, so a Redis that is down never holds or fails init.
+	warmUntil := time.Now().Add(redisconn.DefaultWarmUp)
 	h, err := handler.New(context.Background(), os.Getenv,
 		handler.WithRedisOptions(redisconn.WithWarmUp(redisconn.DefaultWarmUp)))
 	if err != nil {
@@ -35,5 +38,8 @@ func main() {
 			"error", err.Error())
 		os.Exit(1)
 	}
+	ctx, cancel := context.WithDeadline(context.Background(), warmUntil)
+	_ = h.Prime(ctx) // on error the first delivery sends the scripts' source, as without Prime
+	cancel()
 	lambda.Start(h.Handle)
 }

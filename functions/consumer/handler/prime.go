@@ -1,0 +1,20 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+)
+
+// Prime readies the handler for its first batch, for a function's init, once New has made the
+// connection (redisconn.WithWarmUp): the server compiles the guard's scripts (idem.Guard.Warm),
+// so the first completion sends only their SHA. The batch path itself is not run: its
+// work is the user's Process, which a synthetic record must not reach.
+//
+// Bound it with ctx (the function's init gives it what is left of redisconn.DefaultWarmUp); on
+// error the first batch sends the scripts' source, as without Prime.
+func (h *Handler) Prime(ctx context.Context) error {
+	if err := h.guard.Warm(ctx); err != nil {
+		return fmt.Errorf("consumer: prime: %w", err)
+	}
+	return nil
+}
