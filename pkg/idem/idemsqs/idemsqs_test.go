@@ -368,8 +368,9 @@ func testConcurrencyIsBounded(t *testing.T, s store) {
 		ev.Records = append(ev.Records, msg("conc-"+strconv.Itoa(i), "", `{}`))
 	}
 	resp, _ := h.Run(context.Background(), ev)
-	if len(resp.BatchItemFailures) != 0 || peak.Load() > 3 || peak.Load() < 1 {
-		t.Fatalf("failures %v, peak concurrency %d (bound 3)", resp.BatchItemFailures, peak.Load())
+	// Slow records start the other workers: the bound is reached, never passed.
+	if len(resp.BatchItemFailures) != 0 || peak.Load() != 3 {
+		t.Fatalf("failures %v, peak concurrency %d, want the bound 3", resp.BatchItemFailures, peak.Load())
 	}
 }
 
