@@ -99,10 +99,11 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 		c := &b[i]
 		stored, err := c.reply.Text()
 		switch {
+		case err == nil || errors.Is(err, redis.Nil): // a record, or a free key
 		case isOOM(err):
 			full = append(full, i)
 			continue
-		case err != nil && !errors.Is(err, redis.Nil) && g.opts.failOpen:
+		case g.opts.failOpen:
 			c.unguarded = true
 			claimed = append(claimed, i)
 			continue
