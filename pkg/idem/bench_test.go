@@ -21,9 +21,11 @@ type benchConn struct {
 	sent *testsupport.CommandCounter
 }
 
-func benchClient(b *testing.B) benchConn {
-	srv := testsupport.StartRedis(b)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 4})
+func benchClient(b *testing.B) benchConn { return benchClientAt(b, testsupport.StartRedis(b).Addr()) }
+
+// benchClientAt connects to the redis-server at addr.
+func benchClientAt(b *testing.B, addr string) benchConn {
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 4})
 	b.Cleanup(func() { c.Close() })
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		b.Fatal(err)
@@ -115,8 +117,9 @@ func BenchmarkInProgress(b *testing.B) {
 	})
 }
 
-func BenchmarkFloorSetNX(b *testing.B) {
-	c := benchClient(b)
+func BenchmarkFloorSetNX(b *testing.B) { benchFloorSetNX(b, benchClient(b)) }
+
+func benchFloorSetNX(b *testing.B, c benchConn) {
 	ctx := context.Background()
 	measure(b, c, func(i int) {
 		if err := c.SetNX(ctx, "floor:"+strconv.Itoa(i), "v", time.Minute).Err(); err != nil {
@@ -159,8 +162,9 @@ func BenchmarkFloorClaimAndScript(b *testing.B) {
 // BenchmarkBatchFirstDelivery10 is a batch of 10 first deliveries, as an SQS batch handler sees
 // one: 10 claims in one pipelined round trip, 10 results stored in one more. Compare it with
 // BenchmarkFloorSetNX, a single bare SET NX.
-func BenchmarkBatchFirstDelivery10(b *testing.B) {
-	c := benchClient(b)
+func BenchmarkBatchFirstDelivery10(b *testing.B) { benchBatchFirstDelivery10(b, benchClient(b)) }
+
+func benchBatchFirstDelivery10(b *testing.B, c benchConn) {
 	g := newBenchGuard(b, c)
 	ctx := context.Background()
 	fp := FingerprintOf([]byte(`{"id":"evt"}`))
