@@ -91,8 +91,9 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 	}
 
 	// Claim every key.
+	var px any = b[sent[0]].lockTTL.Milliseconds() // the same for all: boxed once
 	trips := g.pipelined(ctx, b, sent, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
-		return p.Do(ctx, claimArgs(&c.call)...)
+		return p.Do(ctx, claimArgs(&c.call, px)...)
 	})
 	var full, claimed []int
 	for _, i := range sent {

@@ -86,7 +86,7 @@ func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Out
 		return out, err
 	}
 	c.deadlines(ctx, g.opts)
-	stored, cerr := g.client.Do(ctx, claimArgs(c)...).Text()
+	stored, cerr := g.client.Do(ctx, claimArgs(c, c.lockTTL.Milliseconds())...).Text()
 	out := Outcome{RoundTrips: 1}
 	if isOOM(cerr) {
 		out.RoundTrips++
@@ -165,9 +165,10 @@ func (c *call) deadlines(ctx context.Context, o options) {
 }
 
 // claimArgs is the claim: one SET NX PX GET that stores our in-progress record if the key is
-// free and returns the record already there if not.
-func claimArgs(c *call) []any {
-	return []any{"set", c.rk, c.claim, "px", c.lockTTL.Milliseconds(), "nx", "get"}
+// free and returns the record already there if not. px is c.lockTTL in milliseconds, which the
+// calls of a batch share.
+func claimArgs(c *call, px any) []any {
+	return []any{"set", c.rk, c.claim, "px", px, "nx", "get"}
 }
 
 // errMismatch explains a Mismatch outcome.
