@@ -20,15 +20,16 @@ type Item struct {
 // A large batch goes to the store in parts, so that no command holds Redis for long and no reply
 // outlasts the client's read timeout (go-redis gives a whole pipeline's replies one deadline).
 const (
-	// pipelineKeys is the most keys of one pipeline: 500 claims are about 60 KB sent and take
-	// Redis well under a millisecond, which it serves in slices of 16 KB read, between other
-	// clients' commands. A batch of up to 500 new keys costs 2 round trips on one node.
+	// pipelineKeys is the most keys of one pipeline: 500 claims are about 75 KB sent and take
+	// Redis 1 to 2 ms on a loaded 2-core VM, which it reads in slices of 16 KB (about 130
+	// claims), other clients' commands running in between. A batch of up to 500 new keys costs
+	// 2 round trips on one node.
 	pipelineKeys = 500
 	// scriptKeys is the most keys of one call of the finish script. A script runs atomically:
-	// nothing else runs on the node until it returns. A hundred keys take it about 0.1 ms on a
-	// quiet server and 0.5-0.8 ms on a loaded 2-core VM (a GET and a SET each), where one call
-	// for a standard queue's largest batch, 10,000 keys, would hold the node for 50 ms or more.
-	// The calls of one pipeline run one after another, other clients' commands between them.
+	// nothing else runs on the node until it returns. A hundred keys take it 0.7 to 1.3 ms on a
+	// loaded 2-core VM (a GET and a SET from Lua each), where one call for a standard queue's
+	// largest batch, 10,000 keys, would hold the node for 50 ms or more. The calls of one
+	// pipeline run one after another, other clients' commands can run between them.
 	scriptKeys = 100
 )
 
