@@ -43,6 +43,11 @@ var paths = []path{
 	{"floor: SET NX + minimal Lua CAS", "FloorClaimAndScript", "FloorClaimAndScript", 0, false},
 	{"floor: 10 SET NX + 10 Lua CAS, 2 pipelines", "FloorBatchClaimAndScript10", "FloorBatchClaimAndScript10", 0, true},
 	{"floor: bare GET", "FloorGet", "FloorGet", 0, false},
+	// The same batches and floor through a proxy adding 100 µs to each direction of a round trip
+	// (a network like that between Lambda and ElastiCache in one VPC), beside the loopback rows.
+	{"VPC proxy: batch of 10 first deliveries vs one bare SET NX", "VPCBatchFirstDelivery10", "VPCFloorSetNX", 0, true},
+	{"VPC proxy: SQS batch of 10 new records (idemsqs) vs one bare SET NX", "VPCSQSBatch10", "VPCFloorSetNX", 0, true},
+	{"VPC proxy floor: bare SET NX", "VPCFloorSetNX", "VPCFloorSetNX", 0, true},
 }
 
 func main() {

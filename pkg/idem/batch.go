@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -16,17 +17,46 @@ type Item struct {
 	Work        Work
 }
 
+// A large batch goes to the store in parts, so that no command holds Redis for long and no reply
+// outlasts the client's read timeout (go-redis gives a whole pipeline's replies one deadline).
+const (
+	// pipelineKeys is the most keys of one pipeline: 500 claims are about 75 KB sent and take
+	// Redis 1 to 2 ms on a loaded 2-core VM, which it reads in slices of 16 KB (about 130
+	// claims), other clients' commands running in between. A batch of up to 500 new keys costs
+	// 2 round trips on one node.
+	pipelineKeys = 500
+	// scriptKeys is the most keys of one call of the finish script. A script runs atomically:
+	// nothing else runs on the node until it returns. A hundred keys take it 0.7 to 1.3 ms on a
+	// loaded 2-core VM (a GET and a SET from Lua each), where one call for a standard queue's
+	// largest batch, 10,000 keys, would hold the node for 50 ms or more. The calls of one
+	// pipeline run one after another, other clients' commands can run between them.
+	scriptKeys = 100
+)
+
+// batchItem is one item's passage through DoBatch.
+type batchItem struct {
+	call
+	reply     *redis.Cmd   // the claim's reply, or the GET's after a refused claim
+	res       Result       // the work's result
+	werr      error        // the work's error; nil once it succeeded
+	state     atomic.Int32 // 1 claimed, 2 started, 3 the batch's run returned
+	unguarded bool         // claimed without the store (fail open)
+	n         int64        // the finish script's reply for the key
+	ferr      error        // the finish call's error
+}
+
 // errNotRun is the failure of a claimed item whose work the batch's run function never called.
 var errNotRun = errors.New("idem: the batch did not run this item")
 
 // DoBatch does for every item what Do does for one, with the same per-key semantics (owner
 // token, fingerprint, replay, in progress, mismatch, release after a failure), but with the round
 // trips of the whole batch shared: every claim goes out in one pipelined round trip, and every
-// completion and release in one more. On a client of one node (*redis.Client) that one more is a
-// single call of the finish script for all the batch's keys; on other clients, whose keys hash to
-// different slots and nodes, it is a pipeline of one script call per key, which on a cluster costs
-// one round trip per node that holds a key of the batch, the nodes being asked in parallel. A
-// batch of new keys therefore costs 2 round trips whatever its size; a batch of replays 1.
+// completion and release in one more. On a client of one node (*redis.Client) the completions
+// and releases are calls of the finish script for up to 100 keys each; on other clients, whose
+// keys hash to different slots and nodes, there is one call per key, and a pipeline costs one
+// round trip per node that holds a key of the batch, the nodes being asked in parallel. A batch
+// of up to 500 new keys therefore costs 2 round trips; a batch of replays 1. A larger batch goes
+// in pipelines of 500 keys, one after another: 2 round trips per 500 new keys.
 //
 // The works of the items claimed run through run. It is given the indexes of those items in
 // ascending order and a function work that runs item i's work and returns its error (nil when
@@ -44,133 +74,83 @@ var errNotRun = errors.New("idem: the batch did not run this item")
 func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []int, work func(i int) error)) ([]Outcome, []error) {
 	outs := make([]Outcome, len(items))
 	errs := make([]error, len(items))
-	calls := make([]call, len(items))
+	b := make([]batchItem, len(items))
+	// One start time for the batch: every claim, sent after it, expires at the same bound, and
+	// every work has the same deadline.
+	now := g.opts.now()
 	var sent []int // items whose claim goes to the store
 	for i, it := range items {
 		var ok bool
-		if outs[i], ok, errs[i] = g.start(&calls[i], it.Key, it.Fingerprint); !ok {
+		if outs[i], ok, errs[i] = g.start(&b[i].call, it.Key, it.Fingerprint, now); !ok {
 			continue
 		}
-		calls[i].deadlines(ctx, g.opts)
+		b[i].deadlines(ctx, g.opts)
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {
 		return outs, errs
 	}
 
-	// Claim every key in one round trip.
-	trips := 1
-	replies := make([]*redis.Cmd, len(items))
-	pipe := g.client.Pipeline()
+	// Claim every key.
+	var px any = b[sent[0]].lockTTL.Milliseconds() // the same for all: boxed once
+	trips := g.pipelined(ctx, b, sent, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
+		return p.Do(ctx, claimArgs(&c.call, px)...)
+	})
+	var full, claimed []int
 	for _, i := range sent {
-		replies[i] = pipe.Do(ctx, claimArgs(&calls[i])...)
-	}
-	_, _ = pipe.Exec(ctx) // each reply carries its own error
-	var full, claimed, unguarded []int
-	for _, i := range sent {
-		stored, err := replies[i].Text()
+		c := &b[i]
+		stored, err := c.reply.Text()
 		switch {
+		case err == nil || errors.Is(err, redis.Nil): // a record, or a free key
 		case isOOM(err):
 			full = append(full, i)
 			continue
-		case err != nil && !errors.Is(err, redis.Nil) && g.opts.failOpen:
-			unguarded = append(unguarded, i)
+		case g.opts.failOpen:
+			c.unguarded = true
 			claimed = append(claimed, i)
 			continue
 		}
 		var ok bool
-		if outs[i], ok, errs[i] = g.claimed(&calls[i], outs[i], stored, err); ok {
+		if outs[i], ok, errs[i] = g.claimed(&c.call, outs[i], stored, err); ok {
 			claimed = append(claimed, i)
 		}
 	}
 	if len(full) > 0 {
 		// A full Redis refuses every SET: read those records, as Do does, in one more round trip.
-		trips++
-		pipe := g.client.Pipeline()
+		trips += g.pipelined(ctx, b, full, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
+			return p.Do(ctx, "get", c.rk)
+		})
 		for _, i := range full {
-			replies[i] = pipe.Do(ctx, "get", calls[i].rk)
-		}
-		_, _ = pipe.Exec(ctx)
-		for _, i := range full {
-			stored, err := replies[i].Text()
-			outs[i], errs[i] = g.observeFull(&calls[i], outs[i], stored, err)
+			stored, err := b[i].reply.Text()
+			outs[i], errs[i] = g.observeFull(&b[i].call, outs[i], stored, err)
 		}
 	}
 
 	// Run the works of the claimed items.
-	results := make([]Result, len(items))
-	werrs := make([]error, len(items))
-	state := make([]atomic.Int32, len(items)) // 1 claimed, 2 started
-	for _, i := range claimed {
-		state[i].Store(1)
-		werrs[i] = errNotRun
-	}
-	isUnguarded := make([]bool, len(items))
-	for _, i := range unguarded {
-		isUnguarded[i] = true
-	}
-	work := func(i int) error {
-		if i >= 0 && i < len(items) && state[i].Load() == 0 {
-			// Answered at the claim, before run: its outcome is settled and not written again.
-			if outs[i].Kind == Replayed {
-				return nil
-			}
-			return fmt.Errorf("idem: batch item %d was not claimed (%s): %w", i, outs[i].Kind, errs[i])
-		}
-		if i < 0 || i >= len(items) || !state[i].CompareAndSwap(1, 2) {
-			return fmt.Errorf("idem: batch item %d was not claimed, or already ran", i)
-		}
-		if isUnguarded[i] {
-			out, err := g.runUnguarded(ctx, items[i].Work)
-			outs[i], errs[i], werrs[i] = out, err, err
-			return err
-		}
-		results[i], werrs[i] = g.run(ctx, &calls[i], items[i].Work)
-		return werrs[i]
-	}
-	if run == nil {
-		run = func(claimed []int, work func(int) error) {
-			for _, i := range claimed {
-				_ = work(i)
-			}
-		}
-	}
 	if len(claimed) > 0 {
-		run(append([]int(nil), claimed...), work)
-	}
-	for _, i := range claimed {
-		state[i].Store(3) // a call of work after run returned runs nothing
+		g.runBatch(ctx, items, b, claimed, outs, errs, run)
 	}
 
-	// Store every result and release every failed claim in one round trip.
+	// Store every result and release every failed claim.
 	var finish []int
 	for _, i := range claimed {
-		if isUnguarded[i] {
-			if werrs[i] == errNotRun {
+		if c := &b[i]; c.unguarded {
+			if c.werr == errNotRun {
 				outs[i], errs[i] = Outcome{Kind: Failed}, errNotRun
 			}
 			continue
 		}
 		finish = append(finish, i)
 	}
-	ns := make([]int64, len(items))
-	ferrs := make([]error, len(items))
 	if len(finish) > 0 {
-		if _, single := g.client.(*redis.Client); single {
-			trips += g.finishOnOneNode(storeContext(ctx), calls, finish, werrs, ns, ferrs)
-		} else {
-			trips += g.finishBatch(storeContext(ctx), calls, finish, werrs, replies)
-			for _, i := range finish {
-				ns[i], ferrs[i] = replies[i].Int64()
-			}
-		}
+		trips += g.finish(storeContext(ctx), b, finish)
 	}
 	for _, i := range finish {
-		n, err := ns[i], ferrs[i]
-		if werrs[i] != nil {
-			outs[i], errs[i] = released(outs[i], werrs[i], n, err)
+		c := &b[i]
+		if c.werr != nil {
+			outs[i], errs[i] = released(outs[i], c.werr, c.n, c.ferr)
 		} else {
-			outs[i], errs[i] = g.completed(&calls[i], outs[i], results[i], n, err)
+			outs[i], errs[i] = g.completed(&c.call, outs[i], c.res, c.n, c.ferr)
 		}
 	}
 	for _, i := range sent {
@@ -179,79 +159,146 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 	return outs, errs
 }
 
-// finishOnOneNode completes or releases every item of finish with one call of the finish script,
-// on a client that talks to one node: 1 round trip, 2 after NOSCRIPT. It leaves each item's
-// reply, as complete.lua or release.lua would give it, in ns and errs, and returns the round
-// trips it took. A cluster cannot take it: a multi-key script needs all its keys in one slot,
-// and the keys of a batch hash to different slots.
-func (g *Guard) finishOnOneNode(ctx context.Context, calls []call, finish []int, werrs []error, ns []int64, errs []error) int {
-	keys := make([]string, len(finish))
-	args := make([]any, 1, 1+2*len(finish))
-	args[0] = g.opts.resultTTL.Milliseconds()
-	for j, i := range finish {
-		c := &calls[i]
-		keys[j] = c.rk
-		var rec []byte // empty: release the claim
-		if werrs[i] == nil {
-			rec = c.result
-		}
-		args = append(args, c.owner(), rec)
+// runBatch runs the works of the claimed items through run, leaving each one's result and error
+// in b (and the outcome of an unguarded one in outs and errs).
+func (g *Guard) runBatch(ctx context.Context, items []Item, b []batchItem, claimed []int, outs []Outcome, errs []error, run func([]int, func(int) error)) {
+	for _, i := range claimed {
+		b[i].state.Store(1)
+		b[i].werr = errNotRun
 	}
-	cmd, trips := g.scripts.call(ctx, finishScript, keys, args...)
-	replies, err := cmd.Int64Slice()
-	if err == nil && len(replies) != len(finish) {
-		err = fmt.Errorf("idem: finish script: %d replies for %d keys", len(replies), len(finish))
-	}
-	for j, i := range finish {
-		if err != nil {
-			errs[i] = err
-			continue
+	// The claims share their start time and lock TTL, hence their work deadline: one context.
+	wctx, cancel := context.WithDeadline(ctx, b[claimed[0]].workDeadline)
+	defer cancel()
+	work := func(i int) error {
+		if i >= 0 && i < len(items) && b[i].state.Load() == 0 {
+			// Answered at the claim, before run: its outcome is settled and not written again.
+			if outs[i].Kind == Replayed {
+				return nil
+			}
+			return fmt.Errorf("idem: batch item %d was not claimed (%s): %w", i, outs[i].Kind, errs[i])
 		}
-		ns[i] = replies[j]
+		if i < 0 || i >= len(items) || !b[i].state.CompareAndSwap(1, 2) {
+			return fmt.Errorf("idem: batch item %d was not claimed, or already ran", i)
+		}
+		c := &b[i]
+		if c.unguarded {
+			out, err := g.runUnguarded(ctx, items[i].Work)
+			outs[i], errs[i], c.werr = out, err, err
+			return err
+		}
+		c.res, c.werr = g.runIn(wctx, &c.call, items[i].Work)
+		return c.werr
+	}
+	if run == nil {
+		for _, i := range claimed {
+			_ = work(i)
+		}
+	} else {
+		run(slices.Clone(claimed), work)
+	}
+	for _, i := range claimed {
+		b[i].state.Store(3) // a call of work after run returned runs nothing
+	}
+}
+
+// pipelined sends add's command for every item of idx, in pipelines of at most pipelineKeys
+// commands, leaves each item's reply in its reply, and returns the round trips it took.
+func (g *Guard) pipelined(ctx context.Context, b []batchItem, idx []int, add func(redis.Pipeliner, *batchItem) *redis.Cmd) int {
+	trips := 0
+	for part := range slices.Chunk(idx, pipelineKeys) {
+		pipe := g.client.Pipeline()
+		for _, i := range part {
+			b[i].reply = add(pipe, &b[i])
+		}
+		_, _ = pipe.Exec(ctx) // each reply carries its own error
+		trips++
 	}
 	return trips
 }
 
-// finishBatch sends the complete script for every item of finish whose work succeeded and the
-// release script for the others, in one pipeline, and a second one with the scripts' source for
-// the commands a server answered NOSCRIPT (a failover, SCRIPT FLUSH, a cluster node that never
-// ran the script). It leaves each reply in replies and returns the round trips it took.
-func (g *Guard) finishBatch(ctx context.Context, calls []call, finish []int, werrs []error, replies []*redis.Cmd) int {
-	send := func(indexes []int, bySource bool) {
-		pipe := g.client.Pipeline()
-		for _, i := range indexes {
-			c := &calls[i]
-			s, args := completeScript, []any{c.owner(), c.result, g.opts.resultTTL.Milliseconds()}
-			if werrs[i] != nil {
-				s, args = releaseScript, []any{c.owner()}
-			}
-			if bySource || !g.scripts.known(s) {
-				replies[i] = s.Eval(ctx, pipe, []string{c.rk}, args...)
-			} else {
-				replies[i] = s.EvalSha(ctx, pipe, []string{c.rk}, args...)
-			}
-		}
-		_, _ = pipe.Exec(ctx)
-		for _, i := range indexes {
-			if args := replies[i].Args(); args[0] == "eval" {
-				s := completeScript
-				if werrs[i] != nil {
-					s = releaseScript
+// finish completes or releases every item of finish with calls of the finish script: up to
+// scriptKeys keys per call on a client of one node, one key per call on others (a multi-key
+// script needs all its keys in one slot, and the keys of a batch hash to different slots). The
+// calls go in pipelines of at most pipelineKeys keys, and those a server answered NOSCRIPT (a
+// failover, SCRIPT FLUSH, a cluster node that never ran the script) once more with the script's
+// source. It leaves each item's reply, as complete.lua or release.lua would give it, in its n
+// and ferr, and returns the round trips it took.
+func (g *Guard) finish(ctx context.Context, b []batchItem, finish []int) int {
+	per := 1
+	if _, single := g.client.(*redis.Client); single {
+		per = scriptKeys
+	}
+	calls := slices.Collect(slices.Chunk(finish, per))
+	cmds := make([]*redis.Cmd, len(calls))
+	ttl := g.opts.resultTTL.Milliseconds()
+	trips := 0
+	send := func(idx []int, bySource bool) {
+		for part := range slices.Chunk(idx, pipelineKeys/per) {
+			pipe := g.client.Pipeline()
+			for _, j := range part {
+				keys, args := finishArgs(b, calls[j], ttl)
+				if bySource || !g.scripts.known(finishScript) {
+					cmds[j] = finishScript.Eval(ctx, pipe, keys, args...)
+				} else {
+					cmds[j] = finishScript.EvalSha(ctx, pipe, keys, args...)
 				}
-				g.scripts.learn(s, replies[i].Err())
+			}
+			_, _ = pipe.Exec(ctx)
+			trips++
+			for _, j := range part {
+				if cmds[j].Args()[0] == "eval" {
+					g.scripts.learn(finishScript, cmds[j].Err())
+				}
 			}
 		}
 	}
-	send(finish, false)
+	all := make([]int, len(calls))
+	for j := range all {
+		all[j] = j
+	}
+	send(all, false)
 	var again []int
-	for _, i := range finish {
-		if err := replies[i].Err(); err != nil && isNoScript(err) {
-			again = append(again, i)
+	for j, cmd := range cmds {
+		if err := cmd.Err(); err != nil && isNoScript(err) {
+			again = append(again, j)
 		}
 	}
-	if len(again) == 0 {
-		return 1
+	if len(again) > 0 {
+		send(again, true)
 	}
-	send(again, true)
-	return 2
+	for j, part := range calls {
+		ns, err := cmds[j].Int64Slice()
+		if err == nil && len(ns) != len(part) {
+			err = fmt.Errorf("idem: finish script: %d replies for %d keys", len(ns), len(part))
+		}
+		for k, i := range part {
+			if err != nil {
+				b[i].ferr = err
+			} else {
+				b[i].n = ns[k]
+			}
+		}
+	}
+	return trips
+}
+
+// finishArgs returns the keys and arguments of one call of the finish script for the items of
+// part: the result TTL, the owner prefixes in one string, and per key the completed record, or
+// nothing to release the claim of an item whose work failed.
+func finishArgs(b []batchItem, part []int, ttl int64) ([]string, []any) {
+	keys := make([]string, len(part))
+	owners := make([]byte, 0, ownerPrefixSize*len(part))
+	args := make([]any, 2, 2+len(part))
+	for k, i := range part {
+		c := &b[i]
+		keys[k] = c.rk
+		owners = append(owners, c.owner()...)
+		var rec []byte // empty: release the claim
+		if c.werr == nil {
+			rec = c.result
+		}
+		args = append(args, rec)
+	}
+	args[0], args[1] = ttl, owners
+	return keys, args
 }

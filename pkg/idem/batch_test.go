@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/redis/go-redis/v9"
 )
 
 // batchOf returns an item per id in scope, whose work counts its runs in runs.
@@ -48,6 +49,7 @@ func runBatchSuite(t *testing.T, b backend) {
 	t.Run("KeyTwiceInABatchRunsOnce", func(t *testing.T) { testBatchDuplicateKey(t, b) })
 	t.Run("UncalledWorkIsReleased", func(t *testing.T) { testBatchUncalledWork(t, b) })
 	t.Run("ConcurrentBatchesExecuteEachKeyOnce", func(t *testing.T) { testBatchConcurrent(t, b) })
+	t.Run("LargeBatchGoesInParts", func(t *testing.T) { testBatchInParts(t, b) })
 }
 
 func testBatchRoundTrips(t *testing.T, b backend) {
@@ -232,6 +234,95 @@ func testBatchConcurrent(t *testing.T, b backend) {
 		n, ok := runs.Load(id)
 		if !ok || n.(*atomic.Int32).Load() != 1 {
 			t.Fatalf("%s did not run exactly once", id)
+		}
+	}
+}
+
+// partsHook records the keys of each pipeline and of each script call in it.
+type partsHook struct {
+	mu        sync.Mutex
+	pipelines []int // keys per pipeline
+	calls     []int // keys per script call
+}
+
+func (h *partsHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *partsHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *partsHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		keys := 0
+		for _, cmd := range cmds {
+			if name := cmd.Name(); name == "evalsha" || name == "eval" {
+				h.calls = append(h.calls, cmd.Args()[2].(int))
+				keys += cmd.Args()[2].(int)
+			} else {
+				keys++
+			}
+		}
+		h.pipelines = append(h.pipelines, keys)
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// A batch larger than a pipeline goes in parts: pipelines of at most pipelineKeys keys, one
+// after another, and finish calls of at most scriptKeys keys (one on a cluster), so that no
+// script holds Redis for long; every key keeps its own outcome across the parts.
+func testBatchInParts(t *testing.T, b backend) {
+	c := b.newClient(t)
+	g := b.guard(t, c)
+	ctx := context.Background()
+	var runs sync.Map
+	g.DoBatch(ctx, batchOf("warm", &runs, ids("w", 3)...), nil) // the scripts compiled
+	parts := &partsHook{}
+	c.AddHook(parts)
+	const n = 2*pipelineKeys + pipelineKeys/2 // 3 pipelines of claims, 3 of finish calls
+	batch := batchOf("parts", &runs, ids("p", n)...)
+	for i := 0; i < n; i += 7 {
+		batch[i].Work = func(context.Context) (Result, error) { return Result{}, errors.New("refused") }
+	}
+	outs, errs := g.DoBatch(ctx, batch, nil)
+	for i, o := range outs {
+		want := Executed
+		if i%7 == 0 {
+			want = Failed
+		}
+		if o.Kind != want || o.RoundTrips != 6 {
+			t.Fatalf("item %d: %v (%v) in %d round trips, want %v in 6", i, o.Kind, errs[i], o.RoundTrips, want)
+		}
+	}
+	perCall := 1
+	if _, single := c.(*redis.Client); single {
+		perCall = scriptKeys
+	}
+	keys := 0
+	for _, k := range parts.calls {
+		if k < 1 || k > perCall {
+			t.Fatalf("a finish call of %d keys, want 1 to %d", k, perCall)
+		}
+		keys += k
+	}
+	if keys != n {
+		t.Fatalf("finish calls for %d keys, want %d", keys, n)
+	}
+	// On a cluster the client splits each pipeline by node, and the hook sees it whole.
+	if len(parts.pipelines) != 6 {
+		t.Fatalf("%d pipelines (%v), want 6", len(parts.pipelines), parts.pipelines)
+	}
+	for j, keys := range parts.pipelines {
+		if keys > pipelineKeys {
+			t.Fatalf("pipeline %d of %d keys, more than %d", j, keys, pipelineKeys)
+		}
+	}
+	// The failed items were released, the others stored: again, the first run, the others replay.
+	outs, errs = g.DoBatch(ctx, batch, nil)
+	for i, o := range outs {
+		want := Replayed
+		if i%7 == 0 {
+			want = Failed
+		}
+		if o.Kind != want {
+			t.Fatalf("item %d again: %v (%v), want %v", i, o.Kind, errs[i], want)
 		}
 	}
 }

@@ -21,9 +21,11 @@ type benchConn struct {
 	sent *testsupport.CommandCounter
 }
 
-func benchClient(b *testing.B) benchConn {
-	srv := testsupport.StartRedis(b)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 4})
+func benchClient(b *testing.B) benchConn { return benchClientAt(b, testsupport.StartRedis(b).Addr()) }
+
+// benchClientAt connects to the redis-server at addr.
+func benchClientAt(b *testing.B, addr string) benchConn {
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 4})
 	b.Cleanup(func() { c.Close() })
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		b.Fatal(err)
@@ -74,15 +76,14 @@ func newBenchGuard(b *testing.B, c benchConn) *Guard {
 	return g
 }
 
-// benchFP is the fingerprint of every benchmarked delivery.
+// benchFP is the fingerprint of the Do benchmarks' payload.
 var benchFP = FingerprintOf([]byte(`{"id":"evt"}`))
 
-// measureDo measures g.Do of the key keyOf gives for the i-th operation, each of which must end
-// as want.
-func measureDo(b *testing.B, c benchConn, g *Guard, want Kind, keyOf func(i int) Key) {
+// benchDo measures Do on key(i), failing unless its outcome is want.
+func benchDo(b *testing.B, c benchConn, g *Guard, want Kind, key func(i int) Key) {
 	ctx := context.Background()
 	measure(b, c, func(i int) {
-		if out, err := g.Do(ctx, keyOf(i), benchFP, benchWork); out.Kind != want {
+		if out, err := g.Do(ctx, key(i), benchFP, benchWork); out.Kind != want {
 			b.Fatal(out.Kind, err)
 		}
 	})
@@ -90,7 +91,7 @@ func measureDo(b *testing.B, c benchConn, g *Guard, want Kind, keyOf func(i int)
 
 func BenchmarkFirstExecution(b *testing.B) {
 	c := benchClient(b)
-	measureDo(b, c, newBenchGuard(b, c), Executed, func(i int) Key { return Key{Scope: "bench", ID: "evt_" + strconv.Itoa(i)} })
+	benchDo(b, c, newBenchGuard(b, c), Executed, func(i int) Key { return Key{Scope: "bench", ID: "evt_" + strconv.Itoa(i)} })
 }
 
 func BenchmarkReplay(b *testing.B) {
@@ -98,7 +99,7 @@ func BenchmarkReplay(b *testing.B) {
 	g := newBenchGuard(b, c)
 	key := Key{Scope: "bench", ID: "evt_replay"}
 	g.Do(context.Background(), key, benchFP, benchWork)
-	measureDo(b, c, g, Replayed, func(int) Key { return key })
+	benchDo(b, c, g, Replayed, func(int) Key { return key })
 }
 
 func BenchmarkInProgress(b *testing.B) {
@@ -108,11 +109,12 @@ func BenchmarkInProgress(b *testing.B) {
 	if err := c.Set(context.Background(), key.redisKey(defaultPrefix), held, time.Hour).Err(); err != nil {
 		b.Fatal(err)
 	}
-	measureDo(b, c, newBenchGuard(b, c), InProgress, func(int) Key { return key })
+	benchDo(b, c, newBenchGuard(b, c), InProgress, func(int) Key { return key })
 }
 
-func BenchmarkFloorSetNX(b *testing.B) {
-	c := benchClient(b)
+func BenchmarkFloorSetNX(b *testing.B) { benchFloorSetNX(b, benchClient(b)) }
+
+func benchFloorSetNX(b *testing.B, c benchConn) {
 	ctx := context.Background()
 	measure(b, c, func(i int) {
 		if err := c.SetNX(ctx, "floor:"+strconv.Itoa(i), "v", time.Minute).Err(); err != nil {
@@ -155,8 +157,9 @@ func BenchmarkFloorClaimAndScript(b *testing.B) {
 // BenchmarkBatchFirstDelivery10 is a batch of 10 first deliveries, as an SQS batch handler sees
 // one: 10 claims in one pipelined round trip, 10 results stored in one more. Compare it with
 // BenchmarkFloorSetNX, a single bare SET NX.
-func BenchmarkBatchFirstDelivery10(b *testing.B) {
-	c := benchClient(b)
+func BenchmarkBatchFirstDelivery10(b *testing.B) { benchBatchFirstDelivery10(b, benchClient(b)) }
+
+func benchBatchFirstDelivery10(b *testing.B, c benchConn) {
 	g := newBenchGuard(b, c)
 	ctx := context.Background()
 	items := make([]Item, 10)

@@ -60,7 +60,7 @@ func ExampleWrap() {
 }
 
 // A batch (the records of one SQS event, say) is claimed in one round trip and its results
-// stored in one more, whatever its size; each record keeps the outcome Do would give it.
+// stored in one more, up to 500 keys; each record keeps the outcome Do would give it.
 func ExampleGuard_DoBatch() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()

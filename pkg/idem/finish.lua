@@ -1,32 +1,36 @@
 #!lua flags=allow-oom
 -- allow-oom: as for complete.lua, a full Redis must still accept the results of work that ran.
--- Finish a batch: store each successful item's result in place of our in-progress claim, and
--- delete each failed item's claim, each only while the claim is still ours. One call for the
--- keys of a batch that live on one node and slot, with exactly the per-key checks and replies of
--- complete.lua and release.lua; no key is created.
+-- Finish part of a batch: store each successful item's result in place of our in-progress claim,
+-- and delete each failed item's claim, each only while the claim is still ours. One call for up
+-- to a hundred keys that live on one node and slot (one key per call on a cluster), with exactly
+-- the per-key checks and replies of complete.lua and release.lua; no key is created.
 -- KEYS[i]     the records
 -- ARGV[1]     result TTL in milliseconds
--- ARGV[2i]    owner prefix of KEYS[i]: version byte, kind 'P', 16-byte token (18 bytes)
--- ARGV[2i+1]  the completed record for KEYS[i], or the empty string to release its claim
+-- ARGV[2]     the owner prefixes of KEYS, in order, 18 bytes each: version byte, kind 'P', token
+-- ARGV[2+i]   the completed record for KEYS[i], or the empty string to release its claim
 -- Returns     per key, in order: 1 stored or deleted; 0 the record is gone; -1 another owner's
 --             record; 2 (complete) already stored by us; -2 (release) a result we stored.
+local ttl, owners = ARGV[1], ARGV[2]
 local out = {}
 for i, key in ipairs(KEYS) do
-  local owner = ARGV[2 * i]
-  local rec = ARGV[2 * i + 1]
+  local owner = string.sub(owners, 18 * i - 17, 18 * i)
+  local rec = ARGV[2 + i]
   local v = redis.call('GET', key)
   if not v then
     out[i] = 0
+  elseif string.sub(v, 1, 18) == owner then
+    if rec == '' then
+      redis.call('DEL', key)
+    else
+      redis.call('SET', key, rec, 'PX', ttl)
+    end
+    out[i] = 1
   elseif string.sub(v, 3, 18) ~= string.sub(owner, 3) then
     out[i] = -1
-  elseif string.sub(v, 1, 18) ~= owner then
-    if rec == '' then out[i] = -2 else out[i] = 2 end
   elseif rec == '' then
-    redis.call('DEL', key)
-    out[i] = 1
+    out[i] = -2
   else
-    redis.call('SET', key, rec, 'PX', ARGV[1])
-    out[i] = 1
+    out[i] = 2
   end
 end
 return out

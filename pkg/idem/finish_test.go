@@ -52,13 +52,8 @@ var finishCases = func() []finishCase {
 // with a copy of the same key on its own.
 func testFinishScriptRepliesPerKey(t *testing.T, c redis.UniversalClient, prefix string) {
 	ctx := context.Background()
-	ours, theirs := token{1, 2, 3}, token{9, 8, 7}
+	theirs := token{9, 8, 7}
 	fp := FingerprintOf([]byte("payload"))
-	ownerPrefix := encodeInProgress(ours, fp, time.Now())[:ownerPrefixSize]
-	result, err := encodeCompleted(ours, fp, time.Now().Add(time.Hour), Result{Status: 201, Body: []byte("second")}, maxResultSize)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ttl = 90 * time.Minute
 	// One hash tag: a multi-key script needs its keys in one slot on a cluster.
 	key := func(set string, i int) string { return fmt.Sprintf("%s:{finish}:%s:%d", prefix, set, i) }
@@ -73,26 +68,36 @@ func testFinishScriptRepliesPerKey(t *testing.T, c redis.UniversalClient, prefix
 		}
 	}
 	var keys []string
-	args := []any{ttl.Milliseconds()}
+	var owners []byte
+	args := []any{ttl.Milliseconds(), nil}
 	want := make([]int64, len(finishCases))
 	for i, fc := range finishCases {
+		// Each key its own owner, so that a call reading another key's owner prefix fails.
+		ours := token{1, 2, 3, byte(i + 1)}
+		ownerPrefix := encodeInProgress(ours, fp, time.Now())[:ownerPrefixSize]
+		result, err := encodeCompleted(ours, fp, time.Now().Add(time.Hour), Result{Status: 201, Body: []byte("second")}, maxResultSize)
+		if err != nil {
+			t.Fatal(err)
+		}
 		v := fc.state(ours, theirs, fp)
 		set(key("batch", i), v)
 		set(key("single", i), v)
 		keys = append(keys, key("batch", i))
 		var n int64
 		if fc.release {
-			args = append(args, ownerPrefix, "")
+			args = append(args, "")
 			n, err = releaseScript.Run(ctx, c, []string{key("single", i)}, ownerPrefix).Int64()
 		} else {
-			args = append(args, ownerPrefix, result)
+			args = append(args, result)
 			n, err = completeScript.Run(ctx, c, []string{key("single", i)}, ownerPrefix, result, ttl.Milliseconds()).Int64()
 		}
 		if err != nil {
 			t.Fatalf("%s alone: %v", fc.name, err)
 		}
 		want[i] = n
+		owners = append(owners, ownerPrefix...)
 	}
+	args[1] = owners
 	got, err := finishScript.Run(ctx, c, keys, args...).Int64Slice()
 	if err != nil {
 		t.Fatal(err)

@@ -82,11 +82,11 @@ func New(client Client, opts ...Option) (*Guard, error) {
 // to branch on.
 func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Outcome, error) {
 	c := &call{}
-	if out, ok, err := g.start(c, key, fp); !ok {
+	if out, ok, err := g.start(c, key, fp, g.opts.now()); !ok {
 		return out, err
 	}
 	c.deadlines(ctx, g.opts)
-	stored, cerr := g.client.Do(ctx, claimArgs(c)...).Text()
+	stored, cerr := g.client.Do(ctx, claimArgs(c, c.lockTTL.Milliseconds())...).Text()
 	out := Outcome{RoundTrips: 1}
 	if isOOM(cerr) {
 		out.RoundTrips++
@@ -128,13 +128,13 @@ type call struct {
 // owner is the prefix of our records that the scripts compare: version, kind 'P', token.
 func (c *call) owner() []byte { return c.claim[:ownerPrefixSize] }
 
-// start begins c, a call for key, or answers it without the store (ok false: out and err are
-// the answer): an invalid key, or a result in the local cache.
-func (g *Guard) start(c *call, key Key, fp Fingerprint) (out Outcome, ok bool, err error) {
+// start begins c, a call for key at now, or answers it without the store (ok false: out and err
+// are the answer): an invalid key, or a result in the local cache.
+func (g *Guard) start(c *call, key Key, fp Fingerprint, now time.Time) (out Outcome, ok bool, err error) {
 	if err := key.Validate(); err != nil {
 		return Outcome{Kind: InvalidKey}, false, err
 	}
-	*c = call{key: key, fp: fp, rk: key.redisKey(g.opts.prefix), now: g.opts.now()}
+	*c = call{key: key, fp: fp, rk: key.redisKey(g.opts.prefix), now: now}
 	if out, ok := g.fromCache(c.rk, fp, c.now); ok {
 		if out.Kind == Mismatch {
 			return out, false, errMismatch
@@ -165,9 +165,10 @@ func (c *call) deadlines(ctx context.Context, o options) {
 }
 
 // claimArgs is the claim: one SET NX PX GET that stores our in-progress record if the key is
-// free and returns the record already there if not.
-func claimArgs(c *call) []any {
-	return []any{"set", c.rk, c.claim, "px", c.lockTTL.Milliseconds(), "nx", "get"}
+// free and returns the record already there if not. px is c.lockTTL in milliseconds, which the
+// calls of a batch share.
+func claimArgs(c *call, px any) []any {
+	return []any{"set", c.rk, c.claim, "px", px, "nx", "get"}
 }
 
 // errMismatch explains a Mismatch outcome.
@@ -232,8 +233,13 @@ func (g *Guard) observe(out Outcome, c *call, rec record) (Outcome, error) {
 // run runs work under the call's deadline and encodes its result. An error means the work failed.
 func (g *Guard) run(ctx context.Context, c *call, work Work) (Result, error) {
 	wctx, cancel := context.WithDeadline(ctx, c.workDeadline)
-	res, err := runWork(wctx, work)
-	cancel()
+	defer cancel()
+	return g.runIn(wctx, c, work)
+}
+
+// runIn is run with ctx already ending at the call's work deadline.
+func (g *Guard) runIn(ctx context.Context, c *call, work Work) (Result, error) {
+	res, err := runWork(ctx, work)
 	if err == nil {
 		c.result, err = encodeCompleted(c.tok, c.fp, g.opts.now().Add(g.opts.resultTTL), res, maxResultSize)
 	}

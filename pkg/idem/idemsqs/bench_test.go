@@ -17,9 +17,11 @@ import (
 // redis-server on loopback. `make bench` compares it with pkg/idem's BenchmarkFloorSetNX, a
 // single bare SET NX, measured in the same rounds; it reports round-trips/op and cmds/op as the
 // client sent them (a pipeline is one round trip).
-func BenchmarkSQSBatch10(b *testing.B) {
-	srv := testsupport.StartRedis(b)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 4})
+func BenchmarkSQSBatch10(b *testing.B) { benchSQSBatch10(b, testsupport.StartRedis(b).Addr()) }
+
+// benchSQSBatch10 runs batches of 10 new records against the redis-server at addr.
+func benchSQSBatch10(b *testing.B, addr string) {
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 4})
 	b.Cleanup(func() { c.Close() })
 	trips, cmds := &roundTrips{}, &commands{}
 	c.AddHook(trips)

@@ -3,10 +3,10 @@
 //
 // Every record is keyed on its message id, or on what a key function reads from it (an event
 // id in the body). The batch goes through idem.Guard.DoBatch: the claims of all its records in
-// one pipelined round trip, their completions and releases in one more, so a batch of new
-// records costs 2 round trips on one Redis node whatever its size (on a cluster, one per node
-// holding a key, the nodes asked in parallel), where claiming and completing each record on
-// its own would cost 2 per record.
+// one pipelined round trip, their completions and releases in one more, so a batch of up to 500
+// new records costs 2 round trips on one Redis node (on a cluster, one per node holding a key,
+// the nodes asked in parallel), where claiming and completing each record on its own would cost
+// 2 per record; a larger batch of a standard queue (up to 10,000 records) goes in parts of 500.
 //
 // The response lists in BatchItemFailures every record that failed or is in progress
 // elsewhere, so that SQS delivers those again and deletes the others; a replay (a record whose
@@ -18,7 +18,10 @@
 // order, and after a failure in a group that group's later records are listed as failures
 // without running, so the group keeps its order when SQS delivers them again. Records of
 // different groups, and all records of a standard queue, run concurrently, at most
-// WithConcurrency at a time.
+// WithConcurrency at a time: the handler's goroutine runs them one after another while they are
+// quick, and starts the other workers once the batch's works have run for 100 µs, so that a
+// batch of quick records costs no goroutine and a batch of slow ones reaches its concurrency at
+// most 100 µs later.
 //
 // A message that appears twice in one batch runs once: the second takes the first's outcome.
 package idemsqs
@@ -30,6 +33,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -85,7 +89,9 @@ func WithFingerprint(fp func(msg events.SQSMessage) (idem.Fingerprint, error)) O
 func WithFIFO(fifo bool) Option { return func(c *config) { c.fifo = &fifo } }
 
 // WithConcurrency bounds how many records' work runs at once (n < 1 means 1). Default
-// DefaultConcurrency. Records of one FIFO message group never run at once whatever n is.
+// DefaultConcurrency. Records of one FIFO message group never run at once whatever n is. The
+// workers beyond the handler's own goroutine start only once a batch's works have run for
+// 100 µs: quick records run one after another, which costs less than starting goroutines.
 func WithConcurrency(n int) Option {
 	return func(c *config) { c.concurrency = max(n, 1) }
 }
@@ -180,12 +186,17 @@ func (h *Handler[Out]) Run(ctx context.Context, ev events.SQSEvent) (events.SQSE
 		items = append(items, idem.Item{Key: idem.Key{Scope: h.cfg.scope, ID: id}, Fingerprint: fp, Work: h.work(msg, &results[k])})
 	}
 
-	groups := groupsOf(recs, fifo)
+	prev := previousInGroup(recs, fifo)
 	outs, errs := h.guard.DoBatch(ctx, items, func(_ []int, work func(int) error) {
-		h.runGroups(groups, origin, item, work)
+		h.runRecords(prev, origin, item, work)
 	})
 
-	// Outcomes, in the batch's order: an origin always precedes its duplicates.
+	// Outcomes, in the batch's order: an origin always precedes its duplicates, and a record
+	// the previous record of its FIFO group.
+	var held []bool // records of a FIFO group after its first failure, the failure included
+	if fifo {
+		held = make([]bool, len(recs))
+	}
 	for k := range recs {
 		r := &out[k]
 		switch {
@@ -210,16 +221,17 @@ func (h *Handler[Out]) Run(ctx context.Context, ev events.SQSEvent) (events.SQSE
 			}
 		}
 		r.Retry = !success(r.Kind)
-	}
-	// A FIFO group after its first failure: every later record is delivered again, in order.
-	// None of them ran (runGroups held them back): DoBatch reports those it claimed as Failed.
-	for _, g := range groups {
-		failed := false
-		for _, k := range g {
-			if r := &out[k]; failed && (!r.Retry || r.Kind == idem.Failed) {
-				r.Retry, r.Err = true, ErrSkipped
+		// A FIFO group after its first failure: every later record is delivered again, in
+		// order. None of them ran (runRecords held them back): DoBatch reports those it
+		// claimed as Failed.
+		if held != nil {
+			if p := prev[k]; p >= 0 && held[p] {
+				if !r.Retry || r.Kind == idem.Failed {
+					r.Retry, r.Err = true, ErrSkipped
+				}
+				held[k] = true
 			}
-			failed = failed || out[k].Retry
+			held[k] = held[k] || r.Retry
 		}
 	}
 
@@ -280,63 +292,150 @@ func (h *Handler[Out]) work(msg events.SQSMessage, res *Out) idem.Work {
 	}
 }
 
-// groupsOf returns the records' indexes by ordered group: on a FIFO queue one group per
-// message group, in the batch's order; otherwise one group per record.
-func groupsOf(recs []events.SQSMessage, fifo bool) [][]int {
-	if !fifo {
-		groups := make([][]int, len(recs))
-		for k := range recs {
-			groups[k] = []int{k}
-		}
-		return groups
-	}
-	var groups [][]int
-	index := map[string]int{}
+// previousInGroup returns, per record, the index of the previous record of its FIFO message
+// group, or -1: on a standard queue every record is -1, as if alone in its group.
+func previousInGroup(recs []events.SQSMessage, fifo bool) []int {
+	prev := make([]int, len(recs))
+	last := map[string]int{}
 	for k, msg := range recs {
-		id := msg.Attributes["MessageGroupId"]
-		g, ok := index[id]
-		if !ok {
-			g = len(groups)
-			index[id] = g
-			groups = append(groups, nil)
+		prev[k] = -1
+		if !fifo {
+			continue
 		}
-		groups[g] = append(groups[g], k)
+		id := msg.Attributes["MessageGroupId"]
+		if p, ok := last[id]; ok {
+			prev[k] = p
+		}
+		last[id] = k
 	}
-	return groups
+	return prev
 }
 
-// runGroups is DoBatch's run: each group in its own goroutine, its records in order, at most
-// cfg.concurrency works at once. A record that duplicates an earlier one waits for it; after a
-// failure, a group's later records are not run (DoBatch releases their claims). A record only
-// ever waits for records before it in the batch, so the waits cannot form a cycle, and the
-// bound is held only while a work runs.
-func (h *Handler[Out]) runGroups(groups [][]int, origin, item []int, work func(int) error) {
-	n := len(origin)
-	done := make([]chan struct{}, n)
-	ok := make([]bool, n)
-	for k := range done {
-		done[k] = make(chan struct{})
-	}
-	sem := make(chan struct{}, h.cfg.concurrency)
-	var wg sync.WaitGroup
-	for _, g := range groups {
-		wg.Go(func() {
-			failed := false
-			for _, k := range g {
-				switch {
-				case failed:
-				case origin[k] >= 0:
-					<-done[origin[k]]
-					ok[k] = ok[origin[k]]
-				case item[k] >= 0:
-					sem <- struct{}{}
-					ok[k] = work(item[k]) == nil
-					<-sem
-				}
-				failed = failed || !ok[k]
-				close(done[k])
+// helpersAfter is how long the handler's own goroutine runs the records of a batch alone before
+// it starts the other WithConcurrency-1 workers. A batch of quick records (the common case of a
+// consumer that writes to a database in a millisecond or less is already several of these)
+// then costs no goroutine, no wake-up of another thread and no channel, which on a quiet
+// machine cost more than the works themselves; a batch of slow records starts its concurrency at
+// most this much later.
+const helpersAfter = 100 * time.Microsecond
+
+// runRecords is DoBatch's run: the records in the batch's order, each after the previous record
+// of its FIFO group and after the record it duplicates, by the calling goroutine and, once
+// helpersAfter has passed, by up to cfg.concurrency-1 more. After a failure, a group's later
+// records are not run (DoBatch releases their claims); a duplicate takes its origin's success.
+// A record only ever waits for records before it in the batch, which are taken first, so the
+// waits cannot form a cycle, and a worker never holds a record it cannot run yet.
+func (h *Handler[Out]) runRecords(prev, origin, item []int, work func(int) error) {
+	s := &scheduler{prev: prev, origin: origin, item: item, done: make([]bool, len(prev)), ok: make([]bool, len(prev))}
+	s.cond.L = &s.mu
+	var helpers sync.WaitGroup
+	if extra := min(h.cfg.concurrency, len(prev)) - 1; extra > 0 {
+		timer := time.AfterFunc(helpersAfter, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.over {
+				return
+			}
+			for range extra {
+				helpers.Go(func() { s.work(work) })
 			}
 		})
+		defer func() {
+			timer.Stop()
+			s.mu.Lock()
+			s.over = true
+			s.mu.Unlock()
+			helpers.Wait()
+		}()
 	}
-	wg.Wait()
+	s.work(work)
+}
+
+// scheduler hands the records of a batch to the workers of runRecords.
+type scheduler struct {
+	prev, origin, item []int
+
+	mu       sync.Mutex
+	cond     sync.Cond // signalled when a record is done and parked records became ready
+	next     int       // the first record not yet taken
+	ready    []int     // records taken and parked, whose records to wait for are now done
+	parked   []int     // records taken that wait for a record not done yet
+	done, ok []bool    // per record: settled; settled and succeeded (ran, or replayed)
+	over     bool      // the batch's run returned: no more workers
+}
+
+// work runs records until none is left to take.
+func (s *scheduler) work(work func(int) error) {
+	for k := s.take(); k >= 0; k = s.take() {
+		ok := work(s.item[k]) == nil
+		s.mu.Lock()
+		s.settle(k, ok)
+		s.mu.Unlock()
+	}
+}
+
+// take returns the next record whose work is to run, settling on the way those that run none (a
+// duplicate, a record held back by its group's failure, a record without a key), or -1 when no
+// record is left to take. It waits while the only records left wait for others still running.
+func (s *scheduler) take() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		k := -1
+		switch {
+		case len(s.ready) > 0:
+			k, s.ready = s.ready[0], s.ready[1:]
+		case s.next < len(s.item):
+			k = s.next
+			s.next++
+			if s.waitsFor(k) >= 0 {
+				s.parked = append(s.parked, k)
+				continue
+			}
+		case len(s.parked) > 0:
+			s.cond.Wait()
+			continue
+		default:
+			return -1
+		}
+		switch p, o := s.prev[k], s.origin[k]; {
+		case p >= 0 && !s.ok[p]:
+			s.settle(k, false)
+		case o >= 0:
+			s.settle(k, s.ok[o])
+		case s.item[k] < 0:
+			s.settle(k, false)
+		default:
+			return k
+		}
+	}
+}
+
+// waitsFor returns a record that k waits for and that is not done, or -1.
+func (s *scheduler) waitsFor(k int) int {
+	for _, w := range [2]int{s.prev[k], s.origin[k]} {
+		if w >= 0 && !s.done[w] {
+			return w
+		}
+	}
+	return -1
+}
+
+// settle records k's success and makes ready the parked records that waited only for it. The
+// caller holds mu.
+func (s *scheduler) settle(k int, ok bool) {
+	s.done[k], s.ok[k] = true, ok
+	if len(s.parked) == 0 {
+		return
+	}
+	still := s.parked[:0]
+	for _, p := range s.parked {
+		if s.waitsFor(p) < 0 {
+			s.ready = append(s.ready, p)
+		} else {
+			still = append(still, p)
+		}
+	}
+	s.parked = still
+	s.cond.Broadcast()
 }
