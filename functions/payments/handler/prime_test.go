@@ -2,7 +2,6 @@ package handler_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -81,12 +80,8 @@ func TestPrimeLeavesNothingAndTheFirstRequestSendsTheScriptSHA(t *testing.T) {
 // With Redis unreachable, Prime returns its error within the bound its context gives, so the
 // init it runs in never waits longer.
 func TestPrimeReturnsWithinItsBoundWhenRedisIsDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	h := newHandler(t, env{"REDIS_URL": "redis://" + ln.Addr().String()})
+	addr, _ := testsupport.SilentListener(t) // accepts, never answers
+	h := newHandler(t, env{"REDIS_URL": "redis://" + addr})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
