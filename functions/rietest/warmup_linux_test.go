@@ -185,7 +185,7 @@ func TestFirstRequestAfterInitFindsTheTLSConnectionReady(t *testing.T) {
 	if create.File == "" {
 		t.Fatal("no payments-create.json sample")
 	}
-	const rounds = 5
+	const rounds = 15
 	var firsts, warms []float64
 	for round := range rounds {
 		env := lambdaEnv(f, strings.TrimSuffix(testsupport.UniquePrefix(t), ":"))
