@@ -11,11 +11,13 @@
 -- Returns     per key, in order: 1 stored or deleted; 0 the record is gone; -1 another owner's
 --             record; 2 (complete) already stored by us; -2 (release) a result we stored.
 local ttl, owners = ARGV[1], ARGV[2]
+-- One MGET for every record: a command called from Lua costs several times its native price.
+local vals = redis.call('MGET', unpack(KEYS))
 local out = {}
 for i, key in ipairs(KEYS) do
   local owner = string.sub(owners, 18 * i - 17, 18 * i)
   local rec = ARGV[2 + i]
-  local v = redis.call('GET', key)
+  local v = vals[i]
   if not v then
     out[i] = 0
   elseif string.sub(v, 1, 18) == owner then
