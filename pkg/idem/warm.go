@@ -20,7 +20,8 @@ var guardScripts = []struct {
 // server (the loads are pipelined), one per script on a cluster (each reaching every node in
 // parallel), and writes no key.
 //
-// An error leaves g as it was: the first call then sends the scripts' source, as without Warm.
+// After an error, a script Warm could not load is sent with its source on its first call, as
+// without Warm.
 // Bound it with ctx, so an unreachable server cannot hold the init (the client must honour
 // context deadlines, as redisconn's clients do: go-redis's ContextTimeoutEnabled).
 func (g *Guard) Warm(ctx context.Context) error {
