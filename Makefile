@@ -50,13 +50,13 @@ test-faults: deps
 test-rie: deps
 	$(GO) test -count=1 -v ./functions/rietest/...
 
-# Runs every fuzz target for FUZZTIME each. The targets are found in the sources (a func FuzzXxx
-# in a _test.go file), which costs no build, rather than with go test -list, which would build
-# every package's tests once more.
+# Runs every fuzz target for FUZZTIME each (.ci/fuzz-target). The targets are found in the sources
+# (a func FuzzXxx in a _test.go file), which costs no build, rather than with go test -list, which
+# would build every package's tests once more.
 fuzz: deps
 	@set -e; for file in $$(git ls-files '*_test.go' | grep -v '^bench/' | xargs grep -l '^func Fuzz'); do \
 	  for f in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
-	    echo "== ./$$(dirname $$file) $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./$$(dirname $$file); \
+	    echo "== ./$$(dirname $$file) $$f"; GO=$(GO) bash .ci/fuzz-target ./$$(dirname $$file) $$f $(FUZZTIME); \
 	  done; \
 	done
 
