@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/internal/testsupport"
 )
 
 func TestLatenciesUseNearestRankInMicroseconds(t *testing.T) {

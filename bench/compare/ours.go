@@ -15,12 +15,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idemlambda/idem/functions/webhook/handler"
+	"github.com/idemlambda/idem/internal/functions/webhook/handler"
+	"github.com/idemlambda/idem/internal/redisconn"
+	"github.com/idemlambda/idem/internal/sink"
+	"github.com/idemlambda/idem/internal/testsupport"
+	"github.com/idemlambda/idem/internal/testsupport/webhookfleet"
 	"github.com/idemlambda/idem/pkg/idem"
-	"github.com/idemlambda/idem/pkg/redisconn"
-	"github.com/idemlambda/idem/pkg/sink"
-	"github.com/idemlambda/idem/pkg/testsupport"
-	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
 )
 
 // settings are the knobs the peers' drivers read from their environment, with their defaults.

@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/idemlambda/idem/cmd/events/samples"
+	"github.com/idemlambda/idem/internal/samples"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemlambda/idem/cmd/events/samples"
-	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
+	"github.com/idemlambda/idem/internal/samples"
+	"github.com/idemlambda/idem/internal/samtemplate"
 )
 
 func TestRunWritesEverySampleAndTheEnvFile(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemlambda/idem/functions/webhook/handler"
-	"github.com/idemlambda/idem/pkg/sink"
-	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
+	"github.com/idemlambda/idem/internal/functions/webhook/handler"
+	"github.com/idemlambda/idem/internal/sink"
+	"github.com/idemlambda/idem/internal/testsupport/webhookfleet"
 )
 
 // Config is one load run.

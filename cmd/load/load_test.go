@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/testsupport"
-	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
+	"github.com/idemlambda/idem/internal/testsupport"
+	"github.com/idemlambda/idem/internal/testsupport/webhookfleet"
 )
 
 // TestLoadExecutesEveryEventExactlyOnce is make load in small: 4 environments, 100 events each

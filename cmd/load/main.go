@@ -25,8 +25,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idemlambda/idem/pkg/redisconn"
-	"github.com/idemlambda/idem/pkg/testsupport/webhookfleet"
+	"github.com/idemlambda/idem/internal/redisconn"
+	"github.com/idemlambda/idem/internal/testsupport/webhookfleet"
 )
 
 func main() {

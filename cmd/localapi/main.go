@@ -41,8 +41,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idemlambda/idem/cmd/localapi/devapi"
-	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
+	"github.com/idemlambda/idem/internal/devapi"
+	"github.com/idemlambda/idem/internal/samtemplate"
 )
 
 // DefaultAddr is where the API listens unless -addr or LOCALAPI_ADDR says otherwise.

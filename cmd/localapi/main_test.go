@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemlambda/idem/cmd/events/samples"
-	"github.com/idemlambda/idem/cmd/localapi/devapi"
-	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
-	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/internal/devapi"
+	"github.com/idemlambda/idem/internal/samples"
+	"github.com/idemlambda/idem/internal/samtemplate"
+	"github.com/idemlambda/idem/internal/testsupport"
 )
 
 const templatePath = "../../template.yaml"

@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemlambda/idem/cmd/events/samples"
-	"github.com/idemlambda/idem/cmd/localapi/devapi"
-	"github.com/idemlambda/idem/cmd/localapi/samtemplate"
+	"github.com/idemlambda/idem/internal/devapi"
+	"github.com/idemlambda/idem/internal/samples"
+	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/webhook"
 )

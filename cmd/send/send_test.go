@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemlambda/idem/cmd/localapi/devapi"
-	"github.com/idemlambda/idem/cmd/localapi/devapi/devapitest"
+	"github.com/idemlambda/idem/internal/devapi"
+	"github.com/idemlambda/idem/internal/devapi/devapitest"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 

@@ -18,8 +18,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/idemlambda/idem/functions/consumer/handler"
-	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/internal/functions/consumer/handler"
+	"github.com/idemlambda/idem/internal/redisconn"
 )
 
 // process is the work done once per forwarded event: replace it with your own (an error makes

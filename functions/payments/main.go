@@ -17,9 +17,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/idemlambda/idem/functions/payments/handler"
-	"github.com/idemlambda/idem/pkg/redisconn"
-	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/internal/functions/payments/handler"
+	"github.com/idemlambda/idem/internal/redisconn"
+	"github.com/idemlambda/idem/internal/setting"
 )
 
 func main() {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemlambda/idem/functions/payments/handler"
+	"github.com/idemlambda/idem/internal/functions/payments/handler"
 )
 
 func TestInitFailureIsOneLineNamingTheVariable(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/idemlambda/idem/functions/webhook/handler"
-	"github.com/idemlambda/idem/pkg/redisconn"
+	"github.com/idemlambda/idem/internal/functions/webhook/handler"
+	"github.com/idemlambda/idem/internal/redisconn"
 )
 
 func main() {

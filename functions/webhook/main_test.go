@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/internal/testsupport"
 )
 
 // runMainEnv makes the test binary run main instead of the tests, so the init failure is

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/internal/testsupport"
 )
 
 // vpcLatency is what the proxy of the VPC benchmarks adds to each direction of a round trip:

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/internal/setting"
 )
 
 // OptionsFromEnv reads the core's settings through getenv: IDEM_KEY_PREFIX (default "idem"),

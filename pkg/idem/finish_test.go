@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/redis/go-redis/v9"
 )
 

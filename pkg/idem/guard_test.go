@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/redisconn"
-	"github.com/idemlambda/idem/pkg/setting"
-	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/internal/redisconn"
+	"github.com/idemlambda/idem/internal/setting"
+	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/redis/go-redis/v9"
 )
 

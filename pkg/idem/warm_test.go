@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/internal/testsupport"
 )
 
 // Warm has the server compile every script in one round trip (every node of a cluster) and

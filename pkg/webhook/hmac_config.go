@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/internal/setting"
 )
 
 // HMACPresetName is the WEBHOOK_PROVIDER value of the configurable verifier.

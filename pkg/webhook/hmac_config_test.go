@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 

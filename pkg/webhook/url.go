@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/internal/setting"
 )
 
 // PublicURLSetting is the environment variable that overrides the public

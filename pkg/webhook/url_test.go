@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/idemlambda/idem/pkg/setting"
+	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 

@@ -43,7 +43,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/apigw"
+	"github.com/idemlambda/idem/internal/apigw"
 )
 
 // DefaultTolerance is how far a signed timestamp may lie from the receiver's

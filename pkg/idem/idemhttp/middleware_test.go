@@ -15,9 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
-	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 func TestMiddlewareOnRedis(t *testing.T) {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
-	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 // sharedGuard is a guard on the shared Redis, under a prefix of the test's own.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/apigw"
+	"github.com/idemlambda/idem/internal/apigw"
 	"github.com/idemlambda/idem/pkg/idem"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemlambda/idem/pkg/testsupport"
+	"github.com/idemlambda/idem/internal/testsupport"
 )
 
 // BenchmarkVPCSQSBatch10 is BenchmarkSQSBatch10 through a proxy adding 100 µs to each direction

@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/idem/idemsqs"
-	"github.com/idemlambda/idem/pkg/testsupport"
 )
 
 const (

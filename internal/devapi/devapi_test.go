@@ -1,0 +1,258 @@
+package devapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemlambda/idem/internal/devapi"
+	"github.com/idemlambda/idem/internal/devapi/devapitest"
+	"github.com/idemlambda/idem/internal/samples"
+	"github.com/idemlambda/idem/internal/samtemplate"
+	"github.com/idemlambda/idem/internal/setting"
+	"github.com/idemlambda/idem/internal/testsupport"
+)
+
+func start(t *testing.T, env map[string]string) (*devapi.API, string) {
+	t.Helper()
+	return startWith(t, devapi.Config{Getenv: func(k string) string { return env[k] }})
+}
+
+func startWith(t *testing.T, cfg devapi.Config) (*devapi.API, string) {
+	t.Helper()
+	cfg.Template = "../../template.yaml"
+	return devapitest.Start(t, cfg)
+}
+
+func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T) {
+	rdb := testsupport.SharedRedis(t)
+	prefix := strings.TrimSuffix(testsupport.UniquePrefix(t), ":")
+	api, base := start(t, map[string]string{
+		"REDIS_URL":       "redis://" + testsupport.SharedRedisAddr(),
+		"IDEM_KEY_PREFIX": prefix,
+		// The secret defines the function: a process variable does not replace it.
+		"WEBHOOK_SECRET":   "from-the-shell",
+		"WEBHOOK_PROVIDER": "github",
+		// Lambda's marker never leaks in: this is not a Lambda runtime.
+		"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
+	})
+	if api.Embedded() || !strings.Contains(api.RedisDescription(), "REDIS_URL") {
+		t.Fatalf("REDIS_URL set, yet %s", api.RedisDescription())
+	}
+	stripe, ok := api.Function("WebhookStripeFunction")
+	if !ok || stripe.Provider() != "stripe" || stripe.LocalEnv["WEBHOOK_SECRET"] != devapi.DevSecret("stripe") {
+		t.Fatalf("stripe function %+v", stripe)
+	}
+
+	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_devapi_1"); status != 200 {
+		t.Fatalf("delivery signed with the development secret: %d", status)
+	}
+	// The delivery's record, and the consumer's once the in-process queue handed it the event.
+	var keys []string
+	for deadline := time.Now().Add(10 * time.Second); len(keys) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var err error
+		if keys, err = rdb.Keys(context.Background(), prefix+":*").Result(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(keys)
+	if len(keys) != 2 || !strings.HasPrefix(keys[0], prefix+":{consumer:") || !strings.HasPrefix(keys[1], prefix+":{stripe:") {
+		t.Errorf("keys under IDEM_KEY_PREFIX %s: %q, want the record of the delivery and the consumer's", prefix, keys)
+	}
+}
+
+func TestWithoutRedisURLTheFunctionsShareOneEmbeddedRedis(t *testing.T) {
+	api, _ := start(t, nil)
+	if !api.Embedded() {
+		t.Fatalf("no REDIS_URL, yet %s", api.RedisDescription())
+	}
+	payments, ok := api.Function("PaymentsFunction")
+	if !ok || payments.LocalEnv["PAYMENTS_LEDGER"] != "memory" {
+		t.Fatalf("payments function %+v", payments)
+	}
+	if _, ok := payments.LocalEnv["PAYMENTS_TABLE"]; ok {
+		t.Errorf("PAYMENTS_TABLE set locally: %v", payments.LocalEnv)
+	}
+	for _, f := range api.Functions {
+		if f.LocalEnv["AWS_LAMBDA_FUNCTION_NAME"] != f.LogicalID {
+			t.Errorf("%s: AWS_LAMBDA_FUNCTION_NAME %q", f.LogicalID, f.LocalEnv["AWS_LAMBDA_FUNCTION_NAME"])
+		}
+		// The template has a consumer: the sink is the in-process queue that feeds it.
+		if p := f.Provider(); p != "" && f.LocalEnv["WEBHOOK_SINK"] != "sqs" {
+			t.Errorf("%s: sink %q", f.LogicalID, f.LocalEnv["WEBHOOK_SINK"])
+		}
+	}
+}
+
+// startError returns the error of an API that must not start with env.
+func startError(t *testing.T, env map[string]string) error {
+	t.Helper()
+	api, err := devapi.New(context.Background(), devapi.Config{
+		Template:  "../../template.yaml",
+		Getenv:    func(k string) string { return env[k] },
+		LogOutput: io.Discard,
+		AccessLog: io.Discard,
+	})
+	if err == nil {
+		api.Close()
+		t.Fatalf("New started with %v", env)
+	}
+	return err
+}
+
+func TestABadProcessSettingFailsStartWithTheVariable(t *testing.T) {
+	err := startError(t, map[string]string{"IDEM_RESULT_TTL": "soon"})
+	if err == nil || !strings.Contains(err.Error(), "IDEM_RESULT_TTL") {
+		t.Fatalf("New: %v, want an error naming IDEM_RESULT_TTL", err)
+	}
+}
+
+// deliver posts a sample delivery of provider signed with secret and returns the status.
+func deliver(t *testing.T, base, provider, secret, id string) int {
+	t.Helper()
+	body, headers, err := samples.Delivery(provider, secret, id, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/"+provider, bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestExtraSecretsAreAcceptedBesidesTheDevelopmentSecret(t *testing.T) {
+	_, base := startWith(t, devapi.Config{
+		Getenv:  func(string) string { return "" },
+		Secrets: map[string][]string{"stripe": {"whsec_from_stripe_listen"}},
+	})
+	for secret, want := range map[string]int{
+		"whsec_from_stripe_listen": 200,
+		devapi.DevSecret("stripe"): 200,
+		"whsec_other":              401,
+	} {
+		if got := deliver(t, base, "stripe", secret, "evt_"+strings.TrimPrefix(secret, "whsec_")); got != want {
+			t.Errorf("signed with %s: %d, want %d", secret, got, want)
+		}
+	}
+	_, err := devapi.New(context.Background(), devapi.Config{
+		Template: "../../template.yaml", Getenv: func(string) string { return "" },
+		Secrets: map[string][]string{"stripes": {"x"}}, LogOutput: io.Discard, AccessLog: io.Discard,
+	})
+	if err == nil {
+		t.Error("a secret for a provider no function serves was accepted")
+	}
+}
+
+// On the fresh embedded Redis of a local run, the first delivery of the first request already
+// costs the budget's 2 round trips: the scripts go out as source, without the shebang line the
+// embedded server cannot compile.
+func TestFirstDeliveryOnAFreshEmbeddedRedisCostsTwoRoundTrips(t *testing.T) {
+	var logs testsupport.Buffer
+	_, base := startWith(t, devapi.Config{Getenv: func(string) string { return "" }, LogOutput: &logs})
+	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_fresh_1"); status != 200 {
+		t.Fatalf("first delivery: %d", status)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"outcome":"executed"`) {
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if line == nil || line["redis_round_trips"] != float64(2) {
+		t.Fatalf("first delivery's log line %v; want redis_round_trips 2\n%s", line, logs.String())
+	}
+}
+
+func TestARedisSettingWithoutRedisURLFailsStartWithTheVariable(t *testing.T) {
+	// The embedded Redis is not a cluster and takes no credentials: saying so beats ignoring it.
+	err := startError(t, map[string]string{"REDIS_CLUSTER": "true"})
+	var se *setting.Error
+	if !errors.As(err, &se) || se.Var != "REDIS_CLUSTER" {
+		t.Fatalf("New: %v, want a *setting.Error naming REDIS_CLUSTER", err)
+	}
+}
+
+func TestWebhookProvidersParameterChoosesTheWebhookRoutes(t *testing.T) {
+	api, base := startWith(t, devapi.Config{
+		Getenv:     func(string) string { return "" },
+		Parameters: map[string]string{devapi.ProvidersParameter: "Slack,Github"},
+	})
+	if got := api.Providers(); !slices.Equal(got, []string{"github", "slack"}) {
+		t.Fatalf("providers %v, want github and slack", got)
+	}
+	if _, ok := api.Function("WebhookGithubFunction"); !ok {
+		t.Error("no WebhookGithubFunction")
+	}
+	if got := deliver(t, base, "github", devapi.DevSecret("github"), "delivery-chosen-1"); got != 200 {
+		t.Errorf("github delivery: %d, want 200", got)
+	}
+	if got := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_not_chosen"); got != 404 {
+		t.Errorf("stripe, not chosen: %d, want 404", got)
+	}
+	// By default, the template's default providers.
+	def, _ := start(t, nil)
+	if got := def.Providers(); !slices.Equal(got, []string{"github", "shopify", "slack", "standard", "stripe"}) {
+		t.Errorf("default providers %v", got)
+	}
+}
+
+func TestAllProvidersIsEveryProviderTheTemplateCanDeploy(t *testing.T) {
+	params, err := devapi.ResolveParameters("../../template.yaml", map[string]string{devapi.ProvidersParameter: devapi.AllProviders, "LogLevel": "debug"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := strings.Split(params[devapi.ProvidersParameter], ",")
+	if len(keys) < 20 || !slices.Contains(keys, "Stripe") || !slices.Contains(keys, "CoinbaseCommerce") || params["LogLevel"] != "debug" {
+		t.Errorf("resolved parameters %v", params)
+	}
+	tpl, err := samtemplate.LoadWithParameters("../../template.yaml", params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhooks := 0
+	for _, f := range tpl.Functions {
+		if f.Code == samtemplate.Webhook {
+			webhooks++
+		}
+	}
+	if webhooks != len(keys) {
+		t.Errorf("%d webhook functions for %d providers", webhooks, len(keys))
+	}
+	// A list of keys is kept as given; a name that is no key is refused with the keys.
+	same, err := devapi.ResolveParameters("../../template.yaml", map[string]string{devapi.ProvidersParameter: "Stripe, Twilio"})
+	if err != nil || same[devapi.ProvidersParameter] != "Stripe, Twilio" {
+		t.Errorf("ResolveParameters(Stripe, Twilio) = %v, %v", same, err)
+	}
+	for _, bad := range []string{"stripe", "Stripe,Bogus", ""} {
+		_, err := devapi.ResolveParameters("../../template.yaml", map[string]string{devapi.ProvidersParameter: bad})
+		if !errors.Is(err, devapi.ErrUnknownProvider) || !strings.Contains(err.Error(), "CoinbaseCommerce") {
+			t.Errorf("ResolveParameters(%q): %v, want ErrUnknownProvider naming the keys", bad, err)
+		}
+	}
+}
+
+// WEBHOOK_SINK in the process environment replaces the in-process queue: the webhook functions
+// then send where it says, and the consumer is fed nothing.
+func TestAProcessSinkReplacesTheInProcessQueue(t *testing.T) {
+	api, _ := start(t, map[string]string{"WEBHOOK_SINK": "log"})
+	for _, f := range api.Functions {
+		if f.Provider() != "" && f.LocalEnv["WEBHOOK_SINK"] != "log" {
+			t.Errorf("%s: sink %q, want the log sink of the local defaults", f.LogicalID, f.LocalEnv["WEBHOOK_SINK"])
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package faults
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemlambda/idem/internal/functions/webhook/handler"
+	"github.com/idemlambda/idem/internal/sink"
+	"github.com/idemlambda/idem/internal/testsupport"
+	"github.com/idemlambda/idem/internal/testsupport/webhookfleet"
+)
+
+// secret signs every delivery; the webhook handlers accept it through WEBHOOK_SECRET.
+const secret = "whsec_faults_test"
+
+// prefix is IDEM_KEY_PREFIX for the tests' private servers.
+const prefix = "faults"
+
+// event is one Stripe event: every delivery of it carries the same body, signed anew.
+type event = webhookfleet.Event
+
+func newEvent(id string) event {
+	ev, err := webhookfleet.NewEvent(id)
+	if err != nil {
+		panic(err)
+	}
+	return ev
+}
+
+// recordKey is the Redis key the core stores an event's record under (docs/design.md):
+// <prefix>:{<scope>:<hex sha256(id)>}.
+func recordKey(prefix, scope, id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return prefix + ":{" + scope + ":" + hex.EncodeToString(sum[:]) + "}"
+}
+
+// claimState is what Redis held for an event at the moment its work started.
+type claimState int
+
+const (
+	claimNotChecked claimState = iota
+	// claimHeld: an in-progress record, as the guard leaves it while the work runs.
+	claimHeld
+	// claimMissing: no record at all: the work ran without a claim, or the claim was evicted.
+	claimMissing
+	// claimCompleted: a completed record: the event had been executed already.
+	claimCompleted
+	// claimUnknown: Redis did not answer the check (it was down).
+	claimUnknown
+)
+
+func (c claimState) String() string {
+	return [...]string{"not checked", "held", "missing", "completed", "unknown"}[c]
+}
+
+// claimChecker returns a function that looks at the record of a Stripe event through admin,
+// a client that bypasses every injected fault.
+func claimChecker(admin redis.UniversalClient, prefix string) func(id string) claimState {
+	return func(id string) claimState {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		v, err := admin.Get(ctx, recordKey(prefix, "stripe", id)).Bytes()
+		switch {
+		case err == redis.Nil:
+			return claimMissing
+		case err != nil:
+			return claimUnknown
+		case len(v) > 1 && v[1] == 'P':
+			return claimHeld
+		default:
+			return claimCompleted
+		}
+	}
+}
+
+// execution is one run of the webhook function's work: the sink accepting an event.
+type execution struct {
+	event   string
+	attempt int64
+	env     int
+	at      time.Time // when the work started
+	claim   claimState
+}
+
+// attempt is one delivery of an event to one environment and what it answered.
+type attempt = webhookfleet.Attempt
+
+// recorder collects what the environments of a test did.
+type recorder struct {
+	mu         sync.Mutex
+	executions []execution
+	attempts   []attempt
+
+	// checkClaim, when set, is asked at the start of every execution what Redis holds.
+	checkClaim func(id string) claimState
+	// hook, when set, runs inside the work before it completes; an error fails the work.
+	hook func(ctx context.Context, env int, id string) error
+}
+
+func (r *recorder) addAttempt(a attempt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.attempts = append(r.attempts, a)
+}
+
+// snapshot returns copies of everything recorded so far.
+func (r *recorder) snapshot() ([]attempt, []execution) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.attempts), slices.Clone(r.executions)
+}
+
+// envSink is one environment's sink: it records each event it accepts.
+type envSink struct {
+	r   *recorder
+	env int
+}
+
+// Send records e as executed by the attempt in ctx, after the hook, if any, lets it.
+func (s envSink) Send(ctx context.Context, e sink.Event) error {
+	x := execution{event: e.ID, env: s.env, at: time.Now(), claim: claimNotChecked}
+	x.attempt = webhookfleet.AttemptID(ctx)
+	if s.r.checkClaim != nil {
+		x.claim = s.r.checkClaim(e.ID)
+	}
+	if s.r.hook != nil {
+		if err := s.r.hook(ctx, s.env, e.ID); err != nil {
+			return err
+		}
+	}
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	s.r.executions = append(s.r.executions, x)
+	return nil
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer = testsupport.Buffer
+
+// fleet is a set of execution environments of the Stripe webhook function (webhookfleet), whose
+// sinks and attempts record to rec.
+type fleet struct {
+	*webhookfleet.Fleet
+	t   testing.TB
+	rec *recorder
+}
+
+// newFleet returns a fleet whose attempts time out after timeout, closed at cleanup.
+func newFleet(t testing.TB, rec *recorder, timeout time.Duration) *fleet {
+	f := &fleet{Fleet: &webhookfleet.Fleet{Secret: secret, Timeout: timeout, Observe: rec.addAttempt}, t: t, rec: rec}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// add builds one more environment from vars (REDIS_URL, REDIS_CLUSTER, IDEM_*), on top of
+// the Stripe provider and secret, and returns its index.
+func (f *fleet) add(vars map[string]string) int {
+	f.t.Helper()
+	env := map[string]string{"IDEM_KEY_PREFIX": prefix, "LOG_LEVEL": "warn"}
+	maps.Copy(env, vars)
+	i, err := f.Add(context.Background(), env, handler.WithSink(envSink{r: f.rec, env: f.Len()}))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return i
+}
+
+// everyUntil calls f every period until stop is closed, and returns then.
+func everyUntil(stop <-chan struct{}, every time.Duration, f func()) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			f()
+		}
+	}
+}
+
+// byEvent groups executions by event id.
+func byEvent(xs []execution) map[string][]execution {
+	m := map[string][]execution{}
+	for _, x := range xs {
+		m[x.event] = append(m[x.event], x)
+	}
+	return m
+}
+
+// durations returns the durations of the attempts that satisfy keep.
+func durations(as []attempt, keep func(attempt) bool) []time.Duration {
+	var ds []time.Duration
+	for _, a := range as {
+		if keep(a) {
+			ds = append(ds, a.Duration())
+		}
+	}
+	return ds
+}
+
+// ms formats d in milliseconds with one decimal.
+func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }

@@ -1,0 +1,308 @@
+// Package obs writes the one structured log line each request produces.
+//
+// The line is JSON from log/slog and is at the same time a CloudWatch Embedded
+// Metric Format (EMF) document: CloudWatch Logs turns it into the metrics
+// requests, duration_ms and redis_round_trips per function and outcome, with
+// no call to the CloudWatch API and no agent. On Lambda, writing the line to
+// standard output is all it takes.
+package obs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idemlambda/idem/internal/setting"
+)
+
+// Outcomes of a request, the values of Request.Outcome and of the EMF
+// dimension "outcome".
+const (
+	// OutcomeExecuted: the work ran and its result was stored.
+	OutcomeExecuted = "executed"
+	// OutcomeReplayed: a completed result was returned again.
+	OutcomeReplayed = "replayed"
+	// OutcomeInProgress: a duplicate arrived while the first was still running.
+	OutcomeInProgress = "in_progress"
+	// OutcomeMismatch: a known key arrived with a different payload.
+	OutcomeMismatch = "mismatch"
+	// OutcomeRejected: the request was refused before any work (bad
+	// signature, bad input, too large).
+	OutcomeRejected = "rejected"
+	// OutcomeError: the work, the sink or the store failed.
+	OutcomeError = "error"
+)
+
+// EnvLogLevel is the environment variable ParseLevel's value comes from.
+const EnvLogLevel = "LOG_LEVEL"
+
+// Namespace is the CloudWatch namespace of the metrics LogRequest emits.
+const Namespace = "Idem"
+
+// unknown stands in for an empty dimension value, which CloudWatch rejects.
+const unknown = "unknown"
+
+// ParseLevel parses a LOG_LEVEL value: debug, info, warn or error, in any
+// case. The empty string means info, the default. Anything else is an error
+// naming LOG_LEVEL.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return slog.LevelInfo, fmt.Errorf("obs: %s=%q is not one of debug, info, warn, error", EnvLogLevel, s)
+}
+
+// LevelFromEnv reads LOG_LEVEL through getenv with ParseLevel; a value that is
+// not a level is a *setting.Error naming LOG_LEVEL.
+func LevelFromEnv(getenv func(string) string) (slog.Level, error) {
+	v := getenv(EnvLogLevel)
+	level, err := ParseLevel(v)
+	if err != nil {
+		return level, setting.Errorf(EnvLogLevel, "%q is not one of debug, info, warn, error", v)
+	}
+	return level, nil
+}
+
+// NewLogger returns a logger writing JSON lines to w at level and above,
+// each carrying the attribute function=<function> (omitted when function is
+// empty).
+func NewLogger(w io.Writer, level slog.Level, function string) *slog.Logger {
+	h := slog.Handler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	if function == "" {
+		return slog.New(h)
+	}
+	return slog.New(&functionHandler{
+		Handler:  h.WithAttrs([]slog.Attr{slog.String("function", function)}),
+		function: function,
+	})
+}
+
+// functionHandler remembers the function attribute already baked into its
+// handler, so LogRequest can use it as the EMF dimension without writing a
+// second "function" member.
+type functionHandler struct {
+	slog.Handler
+	function string
+}
+
+// WithAttrs keeps the function name known across Logger.With.
+func (h *functionHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &functionHandler{Handler: h.Handler.WithAttrs(attrs), function: h.function}
+}
+
+// WithGroup drops the wrapper: inside a group nothing LogRequest writes would
+// be top-level, so it could not be an EMF document anyway.
+func (h *functionHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	return h.Handler.WithGroup(name)
+}
+
+// Request is what one request did, as LogRequest records it.
+type Request struct {
+	// Function is the function's name, the EMF dimension "function". When the
+	// logger comes from NewLogger its function attribute is used instead, so
+	// the line never holds the member twice.
+	Function string
+	// Provider is the webhook provider; empty for payments.
+	Provider string
+	// Outcome is one of the Outcome constants.
+	Outcome string
+	// ID identifies the request for correlation: the provider's event id, or
+	// KeyID of an idempotency key. Never a secret, never the body.
+	ID string
+	// Status is the HTTP status returned.
+	Status int
+	// Duration is how long the request took.
+	Duration time.Duration
+	// RoundTrips is the number of Redis round trips spent.
+	RoundTrips int
+	// Reason is a short machine code for rejected and error outcomes, e.g.
+	// "invalid_signature".
+	Reason string
+	// Err is the error behind an error outcome, if any.
+	Err error
+}
+
+// emfMetadata is the "_aws" member of an EMF document.
+type emfMetadata struct {
+	Timestamp         int64          `json:"Timestamp"`
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+}
+
+type emfDirective struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+}
+
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+var emfMetrics = []emfMetric{
+	{Name: "requests", Unit: "Count"},
+	{Name: "duration_ms", Unit: "Milliseconds"},
+	{Name: "redis_round_trips", Unit: "Count"},
+}
+
+// Bounds on the request text a request line carries, in bytes as written in
+// the JSON line (escapes counted). An id or error message is the sender's to
+// make long (a header quoted into an error, an oversized event id), and a
+// line must stay readable and cheap whatever a request holds: with both at
+// their bound, a request line stays under 2 KiB.
+const (
+	// MaxIDBytes bounds Request.ID in the line.
+	MaxIDBytes = 256
+	// MaxErrorBytes bounds the text of Request.Err in the line.
+	MaxErrorBytes = 1024
+)
+
+// truncatedMarker follows text that Bound cut; the original length follows it.
+const truncatedMarker = "...(truncated, "
+
+// Bound returns s when it takes at most max bytes once written as a JSON
+// string by log/slog (escapes such as \u0001 counted at their written width);
+// otherwise its longest such prefix, cut between characters, followed by
+// "...(truncated, N bytes)" where N is len(s). The result is always valid
+// UTF-8 where s was.
+func Bound(s string, max int) string {
+	width := 0
+	for i := 0; i < len(s); {
+		w, size := jsonWidth(s[i:])
+		if width+w > max {
+			return s[:i] + truncatedMarker + strconv.Itoa(len(s)) + " bytes)"
+		}
+		width += w
+		i += size
+	}
+	return s
+}
+
+// jsonWidth returns how many bytes the first character of s takes in a JSON
+// string as log/slog writes it, and how many bytes of s it is.
+func jsonWidth(s string) (width, size int) {
+	if b := s[0]; b < utf8.RuneSelf {
+		switch {
+		case b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t':
+			return 2, 1
+		case b < 0x20:
+			return 6, 1 // \u00XX
+		}
+		return 1, 1
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+		return 6, size // \ufffd, \u2028, \u2029
+	}
+	return size, size
+}
+
+// LogRequest writes exactly one line for r: at error level for OutcomeError,
+// info otherwise. The line holds function, provider, outcome, id, status,
+// duration_ms (float), redis_round_trips, reason and error (the empty ones
+// omitted), plus requests=1 and an "_aws" member that makes the line an EMF
+// document: metrics requests (Count), duration_ms (Milliseconds) and
+// redis_round_trips (Count) in Namespace, with
+// the dimension set [function, outcome]. An empty function or outcome is
+// written as "unknown", since CloudWatch rejects empty dimension values. The
+// id and the error are cut by Bound to MaxIDBytes and MaxErrorBytes.
+//
+// The line is written whatever the logger's level: it carries the metrics,
+// which LOG_LEVEL=error must not switch off. The logger must not have an open
+// group (Logger.WithGroup): EMF reads top-level members only. A nil l means
+// slog.Default().
+func LogRequest(ctx context.Context, l *slog.Logger, r Request) {
+	if l == nil {
+		l = slog.Default()
+	}
+	h := l.Handler()
+
+	attrs := make([]slog.Attr, 0, 12)
+	if _, ok := h.(*functionHandler); !ok {
+		attrs = append(attrs, slog.String("function", orUnknown(r.Function)))
+	}
+	if r.Provider != "" {
+		attrs = append(attrs, slog.String("provider", r.Provider))
+	}
+	attrs = append(attrs, slog.String("outcome", orUnknown(r.Outcome)))
+	if r.ID != "" {
+		attrs = append(attrs, slog.String("id", Bound(r.ID, MaxIDBytes)))
+	}
+	attrs = append(attrs,
+		slog.Int("status", r.Status),
+		slog.Float64("duration_ms", float64(r.Duration)/float64(time.Millisecond)),
+		slog.Int("redis_round_trips", r.RoundTrips),
+	)
+	if r.Reason != "" {
+		attrs = append(attrs, slog.String("reason", r.Reason))
+	}
+	if r.Err != nil {
+		attrs = append(attrs, slog.String("error", Bound(r.Err.Error(), MaxErrorBytes)))
+	}
+
+	now := time.Now()
+	attrs = append(attrs,
+		slog.Int("requests", 1),
+		slog.Any("_aws", emfMetadata{
+			Timestamp: now.UnixMilli(),
+			CloudWatchMetrics: []emfDirective{{
+				Namespace:  Namespace,
+				Dimensions: [][]string{{"function", "outcome"}},
+				Metrics:    emfMetrics,
+			}},
+		}),
+	)
+
+	level := slog.LevelInfo
+	if r.Outcome == OutcomeError {
+		level = slog.LevelError
+	}
+	rec := slog.NewRecord(now, level, "request", 0)
+	rec.AddAttrs(attrs...)
+	// Handle directly rather than through l.LogAttrs, which would drop the
+	// line (and its metrics) below the configured level.
+	_ = h.Handle(ctx, rec)
+}
+
+// Served calls serve, the whole of one request, and writes the request's one
+// line: the Request serve returns, with Duration the time serve took. It
+// returns serve's response.
+func Served[Resp any](ctx context.Context, l *slog.Logger, serve func() (Resp, Request)) Resp {
+	start := time.Now()
+	resp, r := serve()
+	r.Duration = time.Since(start)
+	LogRequest(ctx, l, r)
+	return resp
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return unknown
+	}
+	return s
+}
+
+// KeyID returns a short, stable, non-reversible identifier for an
+// idempotency key, for Request.ID: the first 16 hex digits of its SHA-256.
+// Logs can then correlate retries of one key without holding the key.
+func KeyID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:8])
+}
