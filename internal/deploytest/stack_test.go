@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"bufio"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -599,3 +600,76 @@ func TestEverySamconfigEnvironmentEnablesLanguageExtensions(t *testing.T) {
 		}
 	}
 }
+
+// us-east-1 list prices behind the idle columns of docs/deploy.md's cost table, per 730-hour
+// month (AWS PrivateLink Pricing, Amazon ElastiCache Pricing, AWS Secrets Manager Pricing,
+// Amazon CloudWatch Pricing, AWS Key Management Service Pricing, Amazon SQS Pricing).
+const (
+	hoursPerMonth            = 730
+	interfaceEndpointPerZone = 0.01 * hoursPerMonth        // per endpoint and zone
+	valkeyMinimum            = 0.1 * 0.084 * hoursPerMonth // 100 MB at $0.084 per GB-hour
+	secretPerMonth           = 0.40
+	alarmPerMonth            = 0.10
+	kmsKeyPerMonth           = 1.0
+	// The consumer's event source mapping long-polls the queue: 5 polls of 20 s, continuously,
+	// at $0.50 per million FIFO requests.
+	queuePollsPerMonth = 5 * 3 * 60 * hoursPerMonth * 0.50 / 1e6
+)
+
+// idleCost is what the stack s costs a month with no traffic, from what it creates.
+func idleCost(s *stack) float64 {
+	cost := 0.0
+	for _, name := range s.ofType("AWS::EC2::VPCEndpoint") {
+		p := props(s.Resources[name])
+		if p["VpcEndpointType"] == "Interface" {
+			zones := len(asList(p["SubnetIds"]))
+			if _, ok := get(p, "SubnetIds", "Fn::Split").([]any); ok {
+				zones = 2 // SubnetIds given: as many as the subnets, two in the examples
+			}
+			cost += float64(zones) * interfaceEndpointPerZone
+		}
+	}
+	if _, ok := s.Resources["RedisCache"]; ok {
+		cost += valkeyMinimum
+	}
+	cost += float64(len(s.ofType("AWS::SecretsManager::Secret"))) * secretPerMonth
+	cost += float64(len(s.ofType("AWS::CloudWatch::Alarm"))) * alarmPerMonth
+	cost += float64(len(s.ofType("AWS::KMS::Key"))) * kmsKeyPerMonth
+	if len(s.ofType("AWS::Lambda::EventSourceMapping")) > 0 {
+		cost += queuePollsPerMonth
+	}
+	return cost
+}
+
+// The idle totals of docs/deploy.md's cost table are those of the resources the template
+// creates with the defaults (Profile=prod) and with Profile=dev, and dev stays within $15.
+func TestTheCostTableMatchesTheTemplate(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "| **total** |") {
+			total = line
+		}
+	}
+	if total == "" {
+		t.Fatal("docs/deploy.md has no total row in its cost table")
+	}
+	cells := strings.Split(total, "|")
+	prod, dev := idleCost(deploy(t, nil)), idleCost(deploy(t, map[string]string{"Profile": "dev"}))
+	for i, profile := range []string{"prod", "dev"} {
+		want := "**$" + dollars([]float64{prod, dev}[i]) + "**"
+		if got := strings.TrimSpace(cells[3+i]); got != want {
+			t.Errorf("idle total of %s in docs/deploy.md is %s, the template's resources cost %s", profile, got, want)
+		}
+	}
+	if dev > 15 {
+		t.Errorf("Profile=dev costs $%.2f a month idle, over $15", dev)
+	}
+	t.Logf("idle: prod $%.2f, dev $%.2f a month", prod, dev)
+}
+
+// dollars writes v rounded to the cent.
+func dollars(v float64) string { return fmt.Sprintf("%.2f", math.Round(v*100)/100) }
