@@ -14,7 +14,7 @@ URL ?= http://127.0.0.1:3000
 N ?= 1
 TEST_FLAGS ?= -race -timeout 15m
 
-.PHONY: all deps build build-lambda run send events test test-faults test-rie fuzz lint bench bench-test load compare clean
+.PHONY: all deps build build-lambda deploy-check run send events test test-faults test-rie fuzz lint bench bench-test load compare clean
 all: build
 
 deps:
@@ -99,6 +99,11 @@ compare:
 
 clean:
 	rm -rf bin .aws-sam bench.txt
+
+# Before sam build and sam deploy: SAM CLI 1.161 or later (Fn::ForEach with language_extensions),
+# the AWS CLI, and credentials (aws sts get-caller-identity). Each problem is one line.
+deploy-check:
+	bash .ci/deploy-check
 
 # Lambda bootstraps for provided.al2023 on arm64. SAM calls build-<LogicalId> with ARTIFACTS_DIR set
 # (BuildMethod: makefile), because its go1.x builder sets neither -tags lambda.norpc nor CGO_ENABLED=0.

@@ -24,7 +24,7 @@ import (
 
 func main() {
 	// go-redis's own notices (pool, reconnects) as JSON lines too: one object per log line.
-	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", handler.FunctionName))
+	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", handler.Function(os.Getenv)))
 	// The first connection (TCP, TLS, AUTH or IAM token) is made here, during init, rather than
 	// on the first request, and then one synthetic payment runs the request's code once (see
 	// Handler.Prime); both within one bound, so a Redis that is down never holds or fails init.
@@ -44,7 +44,7 @@ func main() {
 // logInitFailure writes the one JSON line that explains a failed init, with the variable at
 // fault as its own attribute when the error names one.
 func logInitFailure(w io.Writer, err error) {
-	attrs := []any{slog.String("function", handler.FunctionName)}
+	attrs := []any{slog.String("function", handler.Function(os.Getenv))}
 	var se *setting.Error
 	if errors.As(err, &se) {
 		attrs = append(attrs, slog.String("variable", se.Var))

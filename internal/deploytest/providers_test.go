@@ -86,8 +86,13 @@ func checkWebhookFunctions(t *testing.T, s *stack, keys map[string]string, optio
 		if r := s.Resources[secret]; r["Type"] != "AWS::SecretsManager::Secret" || r["DeletionPolicy"] == nil || get(props(r), "GenerateSecretString") == nil {
 			t.Errorf("%s: %v", secret, r)
 		}
-		if lg := props(s.Resources[logs]); jsonString(get(lg, "LogGroupName", "Fn::Sub")) != "/aws/lambda/${"+fn+"}" || !isRef(lg["RetentionInDays"], "LogRetentionDays") {
+		// A log group named after the stack, handed to its function: it exists before the
+		// function, so Lambda cannot create one of the same name first.
+		if lg := props(s.Resources[logs]); jsonString(get(lg, "LogGroupName", "Fn::Sub")) != "/aws/lambda/${AWS::StackName}/"+fn || !isRef(lg["RetentionInDays"], "LogRetentionDays") {
 			t.Errorf("%s: %v", logs, lg)
+		}
+		if refersTo(get(p, "LoggingConfig", "LogGroup")) != logs {
+			t.Errorf("%s: LoggingConfig %v, want its log group %s", fn, p["LoggingConfig"], logs)
 		}
 		for _, alarm := range []string{"ErrorsAlarm", "ThrottlesAlarm", "OutcomeErrorAlarm"} {
 			a := props(s.Resources["Webhook"+key+alarm])

@@ -375,8 +375,14 @@ func LambdaEnv(f samtemplate.Function, redisURL string) map[string]string {
 	env := map[string]string{
 		"REDIS_URL":     redisURL,
 		"REDIS_CLUSTER": "false",
+		// The created cache's IAM auth, which a local Redis does not take.
+		"REDIS_IAM_AUTH":         "",
+		"REDIS_CACHE_NAME":       "",
+		"REDIS_CACHE_SERVERLESS": "",
 	}
 	switch f.Code {
+	case samtemplate.Consumer:
+		env["WEBHOOK_PAYLOAD_BUCKET"] = ""
 	case samtemplate.Webhook:
 		provider := f.Env["WEBHOOK_PROVIDER"]
 		env["WEBHOOK_PROVIDER"] = provider
@@ -385,6 +391,7 @@ func LambdaEnv(f samtemplate.Function, redisURL string) map[string]string {
 		env["WEBHOOK_SINK"] = "log"
 		env["WEBHOOK_QUEUE_URL"] = ""
 		env["WEBHOOK_EVENT_BUS"] = ""
+		env["WEBHOOK_PAYLOAD_BUCKET"] = ""
 	case samtemplate.Payments:
 		env["PAYMENTS_LEDGER"] = "memory"
 		env["PAYMENTS_TABLE"] = ""

@@ -37,10 +37,11 @@ import (
 
 // prepare returns the template as JSON (short-form intrinsics in long form), as deployed with
 // params: each given parameter's Default replaced by its value, then the
-// AWS::LanguageExtensions transform applied (ApplyLanguageExtensions). It also drops the
-// AccessLogSettings of the AWS::Serverless::HttpApi resources: goformation's SAM specification
-// names that property AccessLogSetting, and it refuses unknown properties; the local tools have
-// no use for access logs.
+// AWS::LanguageExtensions transform applied (ApplyLanguageExtensions). It also drops what
+// goformation's SAM specification does not know, since it refuses unknown properties, and the
+// local tools have no use for it: the AccessLogSettings of the AWS::Serverless::HttpApi resources
+// (which it names AccessLogSetting), and the LoggingConfig and VpcConfig.Ipv6AllowedForDualStack
+// of the functions and of Globals (where their logs go, how they reach AWS over IPv6).
 func prepare(data []byte, params map[string]string) ([]byte, error) {
 	js, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
 	if err != nil {
@@ -64,13 +65,36 @@ func prepare(data []byte, params map[string]string) ([]byte, error) {
 	}
 	resources, _ := doc["Resources"].(map[string]any)
 	for _, r := range resources {
-		if r, ok := r.(map[string]any); ok && r["Type"] == "AWS::Serverless::HttpApi" {
-			if props, ok := r["Properties"].(map[string]any); ok {
-				delete(props, "AccessLogSettings")
-			}
+		r, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		props, _ := r["Properties"].(map[string]any)
+		switch r["Type"] {
+		case "AWS::Serverless::HttpApi":
+			delete(props, "AccessLogSettings")
+		case "AWS::Serverless::Function":
+			dropUnknownFunctionProperties(props)
 		}
 	}
+	if globals, ok := doc["Globals"].(map[string]any); ok {
+		fn, _ := globals["Function"].(map[string]any)
+		dropUnknownFunctionProperties(fn)
+	}
 	return json.Marshal(doc)
+}
+
+// dropUnknownFunctionProperties removes from a function's properties (or Globals' Function
+// section) what goformation's SAM specification lacks: LoggingConfig and
+// VpcConfig.Ipv6AllowedForDualStack. A nil props is left alone.
+func dropUnknownFunctionProperties(props map[string]any) {
+	if props == nil {
+		return
+	}
+	delete(props, "LoggingConfig")
+	if vpc, ok := props["VpcConfig"].(map[string]any); ok {
+		delete(vpc, "Ipv6AllowedForDualStack")
+	}
 }
 
 // DefaultTimeout is a function's timeout when neither it nor Globals sets one: 3 seconds, as

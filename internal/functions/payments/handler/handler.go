@@ -69,8 +69,26 @@ import (
 	"github.com/idemlambda/idem/pkg/idem"
 )
 
-// FunctionName is the function attribute of every log line and the EMF dimension "function".
+// FunctionName is the function attribute of every log line and the EMF dimension "function"
+// outside Lambda. Inside Lambda it is the deployed function's name (EnvFunctionName), which
+// holds the stack's name: two stacks in one account emit, and alarm on, metrics of their own.
 const FunctionName = "payments"
+
+// EnvFunctionName is set by Lambda to the deployed function's name.
+const EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
+
+// Function returns the function attribute of log lines for the environment read through
+// getenv: the deployed function's name (EnvFunctionName), else FunctionName. A nil getenv
+// means os.Getenv.
+func Function(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if name := strings.TrimSpace(getenv(EnvFunctionName)); name != "" {
+		return name
+	}
+	return FunctionName
+}
 
 // Scope is the idempotency scope of payment keys in the core.
 const Scope = "payments"
@@ -193,7 +211,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	}
 	h := &Handler{
 		ledger:    o.ledger,
-		logger:    obs.NewLogger(o.logOutput, level, FunctionName),
+		logger:    obs.NewLogger(o.logOutput, level, Function(getenv)),
 		now:       o.now,
 		newID:     o.newID,
 		maxAmount: s.maxAmount,

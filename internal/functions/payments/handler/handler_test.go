@@ -3,6 +3,7 @@ package handler_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -399,5 +400,29 @@ func TestEveryRequestWritesOneLogLine(t *testing.T) {
 	}
 	if s := logs.String(); strings.Contains(s, key) || strings.Contains(s, description) {
 		t.Fatalf("the logs hold the raw key or the body:\n%s", s)
+	}
+}
+
+// Deployed, the function dimension is the function's own name, which holds its stack's name, so
+// that two stacks in one account emit metrics (and trip alarms) of their own.
+func TestTheFunctionDimensionIsTheDeployedFunctionsName(t *testing.T) {
+	t.Parallel()
+	const deployed = "idem-dev-PaymentsFunction-A1b2C3d4E5f6"
+	logs := &logBuffer{}
+	h := newHandler(t, sharedEnv(t).with(handler.EnvFunctionName, deployed), handler.WithLogOutput(logs))
+	wantCreated(t, do(t, h, post(t, "dimension-key", body1999EUR)), false)
+	lines := logs.lines(t)
+	if len(lines) != 1 {
+		t.Fatalf("%d log lines, want 1:\n%s", len(lines), logs)
+	}
+	if got := lines[0]["function"]; got != deployed {
+		t.Errorf("function %v, want %s", got, deployed)
+	}
+	dims, _ := json.Marshal(lines[0]["_aws"])
+	if !strings.Contains(string(dims), `"Dimensions":[["function","outcome"]]`) {
+		t.Errorf("EMF declaration %s does not use the function dimension", dims)
+	}
+	if handler.Function(env{}.get) != handler.FunctionName {
+		t.Errorf("outside Lambda the function is %q, want %q", handler.Function(env{}.get), handler.FunctionName)
 	}
 }
