@@ -114,22 +114,33 @@ func TestConsumerUnderTheEmulatorExecutesEachEventOnce(t *testing.T) {
 		}
 	}
 
-	executed := map[string]int{}
-	lines := 0
-	for _, e := range envs {
-		for _, raw := range strings.Split(e.output.String(), "\n") {
-			var l struct{ Msg, Function, Outcome, ID string }
-			if json.Unmarshal([]byte(raw), &l) != nil || l.Msg != "request" {
-				continue
-			}
-			lines++
-			if l.Function != "ConsumerFunction" {
-				t.Errorf("line of function %q", l.Function)
-			}
-			if l.Outcome == "executed" {
-				executed[l.ID]++
+	// The request lines reach the emulators' output a moment after the answers: count them
+	// until every event has its executed line and every record its lines, or the bound passes.
+	var executed map[string]int
+	var lines int
+	var functions []string
+	count := func() bool {
+		executed, lines, functions = map[string]int{}, 0, nil
+		for _, e := range envs {
+			for _, raw := range strings.Split(e.output.String(), "\n") {
+				var l struct{ Msg, Function, Outcome, ID string }
+				if json.Unmarshal([]byte(raw), &l) != nil || l.Msg != "request" {
+					continue
+				}
+				lines++
+				if l.Function != "ConsumerFunction" {
+					functions = append(functions, l.Function)
+				}
+				if l.Outcome == "executed" {
+					executed[l.ID]++
+				}
 			}
 		}
+		return len(executed) >= len(ids) && lines >= 3*len(batch.Records)
+	}
+	eventually(count)
+	for _, f := range functions {
+		t.Errorf("line of function %q", f)
 	}
 	for _, id := range ids {
 		if executed[id] != 1 {
