@@ -108,10 +108,15 @@ load: deps
 	bash .ci/ensure-redis
 	$(GO) run ./cmd/load
 
-# Our guard against Powertools (TypeScript) and express+ioredis on the same redis-server (Redis 7);
-# the report goes to docs/comparison.{json,md,svg}.
+# Our guard against Powertools (TypeScript) and express+ioredis on the same redis-server (Redis 7).
+# The peers' drivers are bench/peers/*, their npm dependencies installed with npm ci from their
+# lockfiles; the report goes to docs/comparison.{md,svg}, every number of every run to
+# bench/results/comparison.json. COMPARE_FLAGS passes more flags (cd bench && go run ./compare -h),
+# e.g. COMPARE_FLAGS='-runs 1 -n 200' for a short run.
+COMPARE_FLAGS ?=
 compare:
-	cd bench && $(GO) run ./compare -out ../docs
+	bash .ci/ensure-redis
+	cd bench && $(GO) run ./compare -peers peers -out ../docs -json results $(COMPARE_FLAGS)
 
 clean:
 	rm -rf bin .aws-sam bench.txt

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Report is everything one run measured; docs/comparison.json holds it, and the Markdown
+// Report is everything one run measured; bench/results/comparison.json holds it, and the Markdown
 // table and the plot are drawn from it.
 type Report struct {
 	Date       string   `json:"date"`
