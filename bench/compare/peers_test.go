@@ -95,24 +95,7 @@ func TestPeerDriversReportThePhasesAndCommandsTheReportReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, cmds := range want[p.key] {
-			ph, ok := phases[name]
-			if !ok {
-				t.Errorf("%s: no phase %q", p.key, name)
-				continue
-			}
-			if ph.CmdsPerReq != cmds {
-				t.Errorf("%s %q: %.2f Redis commands per request (%s), want %.0f", p.key, name, ph.CmdsPerReq, ph.Breakdown, cmds)
-			}
-			if name[0] == 'c' && (ph.Ran != s.Rounds || ph.PerKeyMin != 1 || ph.PerKeyMax != 1) {
-				t.Errorf("%s %q: ran the business logic %d times (%d to %d per key), want once for each of %d keys", p.key, name, ph.Ran, ph.PerKeyMin, ph.PerKeyMax, s.Rounds)
-			}
-		}
-		for _, h := range headline {
-			if name, ok := h.phases[p.key]; ok && phases[name].N != s.N {
-				t.Errorf("%s %q (%s): %d requests measured, want %d", p.key, name, h.path, phases[name].N, s.N)
-			}
-		}
+		checkPeerPhases(t, p.key, phases, want[p.key], s)
 		f, err := runFloor(ctx, peers, p, s, srv.Port())
 		if err != nil {
 			t.Fatal(err)
@@ -121,6 +104,31 @@ func TestPeerDriversReportThePhasesAndCommandsTheReportReads(t *testing.T) {
 			if f.Client == "" || f.Phases[cmd].N != s.N {
 				t.Errorf("%s floor: client %q, %s measured %d times, want %d", p.key, f.Client, cmd, f.Phases[cmd].N, s.N)
 			}
+		}
+	}
+}
+
+// checkPeerPhases checks a peer's phases: each of want there with its commands per request, the
+// concurrency phases running the business logic once per key, the headline phases measuring N
+// requests.
+func checkPeerPhases(t *testing.T, key string, phases map[string]Phase, want map[string]float64, s settings) {
+	t.Helper()
+	for name, cmds := range want {
+		ph, ok := phases[name]
+		if !ok {
+			t.Errorf("%s: no phase %q", key, name)
+			continue
+		}
+		if ph.CmdsPerReq != cmds {
+			t.Errorf("%s %q: %.2f Redis commands per request (%s), want %.0f", key, name, ph.CmdsPerReq, ph.Breakdown, cmds)
+		}
+		if name[0] == 'c' && (ph.Ran != s.Rounds || ph.PerKeyMin != 1 || ph.PerKeyMax != 1) {
+			t.Errorf("%s %q: ran the business logic %d times (%d to %d per key), want once for each of %d keys", key, name, ph.Ran, ph.PerKeyMin, ph.PerKeyMax, s.Rounds)
+		}
+	}
+	for _, h := range headline {
+		if name, ok := h.phases[key]; ok && phases[name].N != s.N {
+			t.Errorf("%s %q (%s): %d requests measured, want %d", key, name, h.path, phases[name].N, s.N)
 		}
 	}
 }

@@ -49,6 +49,8 @@ func (e *emulator) invokeSQS(t *testing.T, ev events.SQSEvent) events.SQSEventRe
 // when a visibility timeout passes while a batch is still being processed), a batch that holds
 // one message twice and one event sent twice as two messages: exactly one executed line per
 // event id over all three, and the records reported in progress, delivered again, replayed.
+//
+//cyclo:one scenario read top to bottom (start three environments, deliver, redeliver, count the lines); its steps share its state
 func TestConsumerUnderTheEmulatorExecutesEachEventOnce(t *testing.T) {
 	tpl, _, bins := setup(t)
 	f, ok := tpl.Function("ConsumerFunction")

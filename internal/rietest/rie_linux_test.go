@@ -59,6 +59,9 @@ func readEvent(t *testing.T, s samples.Sample) events.APIGatewayV2HTTPRequest {
 	return ev
 }
 
+// Every file of events/ under the emulator gets the answer its sample documents.
+//
+//cyclo:one case per kind of sample file, each checked where it is answered, so a failure names the file
 func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	tpl, all, bins := setup(t)
 	prefix := strings.TrimSuffix(testsupport.UniquePrefix(t), ":")

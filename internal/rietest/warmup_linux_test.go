@@ -179,6 +179,8 @@ func median(xs []float64) float64 {
 // and the scripts compiled: machine-independent facts, checked on the server's counters. How
 // long the first request takes next to a warm first delivery is measured and logged, not
 // asserted (docs/operations.md has the figure).
+//
+//cyclo:one round per execution environment, each checking the server counters of init and its six requests in order
 func TestFirstRequestAfterInitFindsTheTLSConnectionReady(t *testing.T) {
 	tpl, all, bins := setup(t)
 	r := startTLSRedis(t)

@@ -175,44 +175,61 @@ func parsePackage(dir string) (parsedPackage, error) {
 func exportedNames(files []*ast.File) []string {
 	seen := map[string]bool{}
 	var names []string
-	add := func(name string) {
-		if !seen[name] {
-			seen[name] = true
-			names = append(names, name)
-		}
-	}
 	for _, f := range files {
 		for _, decl := range f.Decls {
+			var declared []string
 			switch d := decl.(type) {
 			case *ast.FuncDecl:
-				if !d.Name.IsExported() {
-					continue
-				}
-				if d.Recv == nil {
-					add(d.Name.Name)
-				} else if recv := receiverType(d.Recv.List[0].Type); ast.IsExported(recv) {
-					add(recv + "." + d.Name.Name)
-				}
+				declared = funcNames(d)
 			case *ast.GenDecl:
-				for _, spec := range d.Specs {
-					switch s := spec.(type) {
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							if n.IsExported() {
-								add(n.Name)
-							}
-						}
-					case *ast.TypeSpec:
-						if !s.Name.IsExported() {
-							continue
-						}
-						add(s.Name.Name)
-						if st, ok := s.Type.(*ast.StructType); ok {
-							for _, field := range exportedFields(st) {
-								add(s.Name.Name + "." + field)
-							}
-						}
-					}
+				declared = genDeclNames(d)
+			}
+			for _, name := range declared {
+				if !seen[name] {
+					seen[name] = true
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	return names
+}
+
+// funcNames returns the exported name of a function, or Type.Name for an exported method of an
+// exported type.
+func funcNames(d *ast.FuncDecl) []string {
+	switch {
+	case !d.Name.IsExported():
+		return nil
+	case d.Recv == nil:
+		return []string{d.Name.Name}
+	}
+	if recv := receiverType(d.Recv.List[0].Type); ast.IsExported(recv) {
+		return []string{recv + "." + d.Name.Name}
+	}
+	return nil
+}
+
+// genDeclNames returns the exported constants, variables and types of a declaration, and the
+// exported fields of its exported structs as Type.Field.
+func genDeclNames(d *ast.GenDecl) []string {
+	var names []string
+	for _, spec := range d.Specs {
+		switch s := spec.(type) {
+		case *ast.ValueSpec:
+			for _, n := range s.Names {
+				if n.IsExported() {
+					names = append(names, n.Name)
+				}
+			}
+		case *ast.TypeSpec:
+			if !s.Name.IsExported() {
+				continue
+			}
+			names = append(names, s.Name.Name)
+			if st, ok := s.Type.(*ast.StructType); ok {
+				for _, field := range exportedFields(st) {
+					names = append(names, s.Name.Name+"."+field)
 				}
 			}
 		}
