@@ -1,23 +1,22 @@
 // Command compare measures the idempotency core and the webhook function against the two peer
-// implementations in the peers folder (Powertools for AWS Lambda TypeScript with its Redis
+// implementations in bench/peers (Powertools for AWS Lambda TypeScript with its Redis
 // persistence layer, and an express + ioredis Idempotency-Key middleware) in one invocation, with
 // the same request counts and scenarios: first execution, replay, in-progress duplicate,
 // concurrent duplicates, throughput. Every implementation is measured against the same private
 // redis-server (Redis 7, where the core stores results with its Lua script). It measures
 // everything -runs times, alternating whether the peers or ours go first, and reports medians.
-// It writes comparison.json (every number of every run), comparison.md (the tables, date and
-// machine) and comparison.svg (the plot) into -out.
+// It writes comparison.md (the tables, date and machine) and comparison.svg (the plot) into -out,
+// and comparison.json (every number of every run) into -json.
 //
 // It lives in the bench module, beside the product's, so that its dependencies stay out of the
 // product's go.mod. From the repository root (make compare):
 //
-//	cd bench && go run ./compare [-peers ../../shared/peers] [-runs 5] [-port 6391] [-n 2000] [-warmup 2000] [-conc 50] [-rounds 20] [-thr-n 10000] [-out ../docs]
-//	cd bench && go run ./compare -replot -out ../docs    # redraw the .md and .svg files from the .json files
+//	cd bench && go run ./compare [-peers peers] [-runs 5] [-port 6391] [-n 2000] [-warmup 2000] [-conc 50] [-rounds 20] [-thr-n 10000] [-out ../docs] [-json results]
+//	cd bench && go run ./compare -replot    # redraw the .md and .svg files from the .json files
 //
-// It copies the peers folder to a temporary directory (it may be read-only), installs the
-// peers' locked npm dependencies there, starts each server on its port (-port for the first,
-// the next port for the second) with the flags of the peers' run.sh (refusing a port that
-// already answers), runs the peers' own bench.mjs and floor.mjs against it, then measures ours
+// It installs each peer's locked npm dependencies in its folder (npm ci: the exact versions of
+// its package-lock.json), starts a redis-server on -port with no persistence (refusing a port
+// that already answers), runs the peers' bench.mjs and floor.mjs against it, then measures ours
 // in-process against the same server. Redis commands per request are INFO commandstats deltas,
 // as the peers count them. It needs redis-server, Node.js 20 or later and npm.
 package main
@@ -41,7 +40,7 @@ import (
 
 func main() {
 	var s settings
-	peersDir := flag.String("peers", defaultPeersDir(), "the peers folder (copied, never written); env IDEM_PEERS_DIR")
+	peersDir := flag.String("peers", "peers", "the peers' folder (bench/peers, from bench/): each peer's npm dependencies are installed there")
 	port := flag.Int("port", 6391, "port of the private redis-server every implementation is measured against")
 	flag.IntVar(&s.N, "n", 2000, "sequential requests per path")
 	flag.IntVar(&s.Warmup, "warmup", 2000, "requests per path before measuring")
@@ -49,18 +48,19 @@ func main() {
 	flag.IntVar(&s.Rounds, "rounds", 20, "keys in the concurrency test")
 	flag.IntVar(&s.ThrN, "thr-n", 10000, "requests per throughput path")
 	runs := flag.Int("runs", 5, "measurement runs per server, alternating which side goes first; the report shows medians")
-	out := flag.String("out", filepath.Join("..", "docs"), "directory for the report files (the repository's docs/, from bench/)")
-	replot := flag.Bool("replot", false, "only redraw the .md and .svg files from the .json files in -out")
+	out := flag.String("out", filepath.Join("..", "docs"), "directory for the report's .md and .svg (the repository's docs/, from bench/)")
+	jsonDir := flag.String("json", "results", "directory for the report's .json, every number of every run (bench/results, from bench/)")
+	replot := flag.Bool("replot", false, "only redraw the .md and .svg files in -out from the .json files in -json")
 	flag.Parse()
 
 	var err error
 	if *replot {
-		err = redraw(*out)
+		err = redraw(*jsonDir, *out)
 	} else {
 		var sk serverKind
 		sk, err = redisServerKind()
 		if err == nil {
-			err = run(context.Background(), s, *runs, *peersDir, sk, *port, *out, os.Stderr)
+			err = run(context.Background(), s, *runs, *peersDir, sk, *port, files{md: *out, json: *jsonDir}, os.Stderr)
 		}
 	}
 	if err != nil {
@@ -69,13 +69,10 @@ func main() {
 	}
 }
 
-// defaultPeersDir is IDEM_PEERS_DIR, or shared/peers beside the repository (the command runs in
-// bench/).
-func defaultPeersDir() string {
-	if d := os.Getenv("IDEM_PEERS_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "shared", "peers")
+// files are the directories the report goes to.
+type files struct {
+	md   string // the .md and .svg
+	json string // the .json
 }
 
 // serverKind is the server the comparison runs on.
@@ -94,17 +91,19 @@ func redisServerKind() (serverKind, error) {
 	return serverKind{name: "redis", bin: bin, base: "comparison"}, nil
 }
 
-// run measures everything on the server and writes its report files into out.
-func run(ctx context.Context, s settings, runs int, peersDir string, sk serverKind, port int, out string, log io.Writer) error {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
+// run measures everything on the server and writes its report files.
+func run(ctx context.Context, s settings, runs int, peersDir string, sk serverKind, port int, out files, log io.Writer) error {
+	for _, d := range []string{out.md, out.json} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(log, "== copying %s and installing the peers' dependencies\n", peersDir)
-	peers, err := copyPeers(ctx, peersDir, log)
+	fmt.Fprintf(log, "== installing the peers' locked dependencies in %s (npm ci)\n", peersDir)
+	peers, err := installPeers(ctx, peersDir, log)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(filepath.Dir(peers))
+	defer os.RemoveAll(peers.results)
 	if err := runOn(ctx, s, runs, peers, sk, port, out, log); err != nil {
 		return fmt.Errorf("%s: %w", sk.name, err)
 	}
@@ -112,7 +111,7 @@ func run(ctx context.Context, s settings, runs int, peersDir string, sk serverKi
 }
 
 // runOn measures everything on one server and writes its report files into out.
-func runOn(ctx context.Context, s settings, runs int, peers string, sk serverKind, port int, out string, log io.Writer) error {
+func runOn(ctx context.Context, s settings, runs int, peers peerSet, sk serverKind, port int, out files, log io.Writer) error {
 	r := &Report{
 		Date:       time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		Host:       host(ctx),
@@ -158,13 +157,13 @@ func runOn(ctx context.Context, s settings, runs int, peers string, sk serverKin
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, sk.base+".json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out.json, sk.base+".json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	if err := r.write(out); err != nil {
+	if err := r.write(out.md); err != nil {
 		return err
 	}
-	fmt.Fprintln(log, "== wrote", filepath.Join(out, sk.base+".{json,md,svg}"))
+	fmt.Fprintln(log, "== wrote", filepath.Join(out.md, sk.base+".{md,svg}"), "and", filepath.Join(out.json, sk.base+".json"))
 	for _, c := range r.checks() {
 		verdict := "met"
 		if !c.met {
@@ -177,7 +176,7 @@ func runOn(ctx context.Context, s settings, runs int, peers string, sk serverKin
 
 // measureOnce runs every implementation once against srv: the client floors, then the peers
 // and ours, ours first on odd runs so that neither side always runs on a warmer machine.
-func measureOnce(ctx context.Context, srv *redisServer, s settings, peers string, port, run int, log io.Writer) ([]Impl, []floorResult, error) {
+func measureOnce(ctx context.Context, srv *redisServer, s settings, peers peerSet, port, run int, log io.Writer) ([]Impl, []floorResult, error) {
 	var floors []floorResult
 	m := &measurer{srv: srv, s: s, run: "cmp-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	fmt.Fprintf(log, "== run %d: floor: go-redis (redisconn)\n", run+1)
@@ -239,14 +238,14 @@ func measureOnce(ctx context.Context, srv *redisServer, s settings, peers string
 	return append(a, b...), floors, nil
 }
 
-// redraw rewrites every report's .md and .svg in out from its .json.
-func redraw(out string) error {
-	files, err := filepath.Glob(filepath.Join(out, "comparison*.json"))
+// redraw rewrites every report's .md and .svg in out from its .json in jsonDir.
+func redraw(jsonDir, out string) error {
+	files, err := filepath.Glob(filepath.Join(jsonDir, "comparison*.json"))
 	if err != nil {
 		return err
 	}
 	if len(files) == 0 {
-		return fmt.Errorf("no comparison*.json in %s", out)
+		return fmt.Errorf("no comparison*.json in %s", jsonDir)
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)

@@ -381,6 +381,8 @@ func (m *measurer) measureCommon(ctx context.Context, tg target, set phaseSet) e
 
 // measureCore measures the core wrapped around the peers' business logic, in-process, on the
 // paths the peers measure.
+//
+//cyclo:one phase after another, each with its error check, in the order the peers measure them
 func (m *measurer) measureCore(ctx context.Context) (map[string]Phase, error) {
 	set := phaseSet{who: "core", phases: map[string]Phase{}}
 	requests := func(tag string, n int) []events.APIGatewayV2HTTPRequest {

@@ -16,8 +16,7 @@ import (
 )
 
 // redisServer is the private server (redis-server or valkey-server) every implementation is
-// measured against, started with the flags the peers' run.sh uses: loopback only, no RDB
-// snapshots, no AOF.
+// measured against: loopback only, no RDB snapshots, no AOF.
 type redisServer struct {
 	port  int
 	cmd   *exec.Cmd

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Report is everything one run measured; docs/comparison.json holds it, and the Markdown
+// Report is everything one run measured; bench/results/comparison.json holds it, and the Markdown
 // table and the plot are drawn from it.
 type Report struct {
 	Date       string   `json:"date"`
@@ -232,18 +232,20 @@ func (r *Report) checks() []check {
 	return out
 }
 
-// writeMarkdown writes docs/comparison.md.
+// writeMarkdown writes the report as Markdown (docs/comparison.md).
+//
+//cyclo:one section after another of a generated document, read as the document reads
 func (r *Report) writeMarkdown(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("# idem against Powertools for AWS Lambda (TypeScript) and express + ioredis, on %s", r.server())
 	p("")
 	p("Measured by `make compare` (`bench/compare`) on %s. All four were measured in one invocation against", r.Date)
-	p("the same private %s server on 127.0.0.1:%d (no persistence, as the peers' `run.sh` starts it),", r.server(), r.Port)
+	p("the same private %s server on 127.0.0.1:%d (loopback only, no persistence),", r.server(), r.Port)
 	p("one after the other, with the same request counts, in %d runs that alternate whether the peers or", len(r.Runs))
 	p("ours go first; every figure below is the median over the runs, with the range of p50 where shown.")
-	p("The peers ran their own unmodified drivers (`bench.mjs`, `floor.mjs` from a copy of the peers")
-	p("folder). Redis commands per request come from `INFO commandstats` deltas, as the peers' harness")
-	p("counts them; latencies are per request, measured by each driver around one call.")
+	p("The peers ran their drivers in `bench/peers` (`bench.mjs`, `floor.mjs`), their npm dependencies")
+	p("installed from their lockfiles. Redis commands per request come from `INFO commandstats` deltas,")
+	p("for the peers and ours alike; latencies are per request, measured by each driver around one call.")
 	p("")
 	p("- Host: %s; load average before %s, after %s.", r.Host, r.LoadBefore, r.LoadAfter)
 	p("- Versions: %s.", strings.Join(r.Versions, ", "))

@@ -49,6 +49,8 @@ func (e *emulator) invokeSQS(t *testing.T, ev events.SQSEvent) events.SQSEventRe
 // when a visibility timeout passes while a batch is still being processed), a batch that holds
 // one message twice and one event sent twice as two messages: exactly one executed line per
 // event id over all three, and the records reported in progress, delivered again, replayed.
+//
+//cyclo:one scenario read top to bottom (start three environments, deliver, redeliver, count the lines); its steps share its state
 func TestConsumerUnderTheEmulatorExecutesEachEventOnce(t *testing.T) {
 	tpl, _, bins := setup(t)
 	f, ok := tpl.Function("ConsumerFunction")
@@ -114,22 +116,33 @@ func TestConsumerUnderTheEmulatorExecutesEachEventOnce(t *testing.T) {
 		}
 	}
 
-	executed := map[string]int{}
-	lines := 0
-	for _, e := range envs {
-		for _, raw := range strings.Split(e.output.String(), "\n") {
-			var l struct{ Msg, Function, Outcome, ID string }
-			if json.Unmarshal([]byte(raw), &l) != nil || l.Msg != "request" {
-				continue
-			}
-			lines++
-			if l.Function != "ConsumerFunction" {
-				t.Errorf("line of function %q", l.Function)
-			}
-			if l.Outcome == "executed" {
-				executed[l.ID]++
+	// The request lines reach the emulators' output a moment after the answers: count them
+	// until every event has its executed line and every record its lines, or the bound passes.
+	var executed map[string]int
+	var lines int
+	var functions []string
+	count := func() bool {
+		executed, lines, functions = map[string]int{}, 0, nil
+		for _, e := range envs {
+			for _, raw := range strings.Split(e.output.String(), "\n") {
+				var l struct{ Msg, Function, Outcome, ID string }
+				if json.Unmarshal([]byte(raw), &l) != nil || l.Msg != "request" {
+					continue
+				}
+				lines++
+				if l.Function != "ConsumerFunction" {
+					functions = append(functions, l.Function)
+				}
+				if l.Outcome == "executed" {
+					executed[l.ID]++
+				}
 			}
 		}
+		return len(executed) >= len(ids) && lines >= 3*len(batch.Records)
+	}
+	eventually(count)
+	for _, f := range functions {
+		t.Errorf("line of function %q", f)
 	}
 	for _, id := range ids {
 		if executed[id] != 1 {

@@ -217,6 +217,33 @@ func tryEmulator(t *testing.T, f samtemplate.Function, bootstrap string, env map
 	}
 }
 
+// relayBound is how long a test waits for an effect that reaches it a moment after the answer
+// it follows: a line the function wrote, copied from its pipe by the emulator; a server counter
+// read on another connection. Generous, so that a busy machine delays a test instead of failing
+// it; a test that finds what it waits for goes on at once.
+const relayBound = 15 * time.Second
+
+// eventually polls done every 20 ms until it holds or relayBound has passed, and reports whether
+// it held.
+func eventually(done func() bool) bool {
+	for deadline := time.Now().Add(relayBound); ; time.Sleep(20 * time.Millisecond) {
+		if done() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// waitOutput waits, for at most relayBound, until the function's output under the emulator
+// satisfies done, and returns the output last read, whether it did or not.
+func (e *emulator) waitOutput(done func(output string) bool) string {
+	var out string
+	eventually(func() bool { out = e.output.String(); return done(out) })
+	return out
+}
+
 // errInvocation is an invocation the runtime answered with a function error (init failure,
 // crash, timeout) instead of a response.
 var errInvocation = errors.New("function error")
