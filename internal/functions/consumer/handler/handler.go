@@ -39,6 +39,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idem/internal/config"
 	"github.com/idemlambda/idem/internal/obs"
 	"github.com/idemlambda/idem/internal/redisconn"
 	"github.com/idemlambda/idem/internal/redisguard"
@@ -106,7 +107,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	if err != nil {
 		return nil, err
 	}
-	idemOpts, err := idem.OptionsFromEnv(getenv, DefaultResultTTL)
+	idemOpts, err := config.IdemOptions(getenv, DefaultResultTTL)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}

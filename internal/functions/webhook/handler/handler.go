@@ -64,6 +64,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/idemlambda/idem/internal/apigw"
+	idemconfig "github.com/idemlambda/idem/internal/config"
 	"github.com/idemlambda/idem/internal/obs"
 	"github.com/idemlambda/idem/internal/redisconn"
 	"github.com/idemlambda/idem/internal/redisguard"
@@ -180,7 +181,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	if err != nil {
 		return nil, providerError(err, secretVar)
 	}
-	idemOpts, err := idem.OptionsFromEnv(getenv, verifier.DefaultResultTTL())
+	idemOpts, err := idemconfig.IdemOptions(getenv, verifier.DefaultResultTTL())
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
