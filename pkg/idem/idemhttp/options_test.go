@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/internal/refusal"
 	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
@@ -71,7 +72,7 @@ func TestPanickingHandlerIsA500AndReleasesTheClaim(t *testing.T) {
 	}))
 	first := serveHTTP(h, "k", "{}")
 	var body struct{ Error struct{ Code string } }
-	if err := json.Unmarshal(first.Body.Bytes(), &body); err != nil || first.Code != 500 || body.Error.Code != idemhttp.CodeInternal {
+	if err := json.Unmarshal(first.Body.Bytes(), &body); err != nil || first.Code != 500 || body.Error.Code != refusal.CodeInternal {
 		t.Fatalf("panic answered %d %s", first.Code, first.Body)
 	}
 	if again := serveHTTP(h, "k", "{}"); again.Code != 201 || again.Header().Get("Idempotent-Replayed") != "" || runs.Load() != 2 {
@@ -80,7 +81,7 @@ func TestPanickingHandlerIsA500AndReleasesTheClaim(t *testing.T) {
 }
 
 func TestCustomFingerprintDecidesWhatIsTheSamePayload(t *testing.T) {
-	m, err := idemhttp.New(sharedGuard(t), "api", idemhttp.WithFingerprint(func(r *idemhttp.Request) (idem.Fingerprint, error) {
+	m, err := idemhttp.New(sharedGuard(t), "api", idemhttp.WithFingerprint(func(_ context.Context, r *idemhttp.Request) (idem.Fingerprint, error) {
 		return idem.FingerprintJSON(r.Body, "amount")
 	}))
 	if err != nil {
@@ -94,7 +95,7 @@ func TestCustomFingerprintDecidesWhatIsTheSamePayload(t *testing.T) {
 	if a := serveHTTP(h, "k", `{"amount":2}`); a.Code != 422 {
 		t.Fatalf("another amount answered %d, want 422", a.Code)
 	}
-	if a := serveHTTP(h, "k2", `not json`); a.Code != 400 || !strings.Contains(a.Body.String(), idemhttp.CodeInvalidRequest) {
+	if a := serveHTTP(h, "k2", `not json`); a.Code != 400 || !strings.Contains(a.Body.String(), refusal.CodeInvalidRequest) {
 		t.Fatalf("a body the fingerprint refuses answered %d %s, want 400 invalid_request", a.Code, a.Body)
 	}
 }
