@@ -21,7 +21,9 @@
 // keys live in the scope given to New (the core's idem.Key.Scope: a namespace such as the API's
 // name); with WithCaller each caller has keys of its own, so the same key from two callers names
 // two units of work. Error bodies are {"error": {"code", "message"}} with content-type
-// application/json; the codes above are stable across releases.
+// application/json; the codes above are stable across releases. The errors this package reports
+// (ParseKey's, the core's through WithObserver) match the core's sentinels with errors.Is:
+// idem.ErrInvalidKey, idem.ErrInProgress, idem.ErrMismatch, idem.ErrUnavailable.
 //
 // Middleware.Handler is net/http middleware (containers, the Lambda Web Adapter); APIGatewayProxy
 // (REST API), HTTPAPI (HTTP API payload v2.0), FunctionURL and ALB wrap aws-lambda-go handlers

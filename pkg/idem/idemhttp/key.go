@@ -12,7 +12,7 @@ import (
 const MaxKeyLength = 255
 
 // ErrMissingKey is what ParseKey's error matches (errors.Is) when the header is absent or blank.
-// Every error of ParseKey, this one included, also matches idem.ErrInvalidKey.
+// Every error of ParseKey, that one included, also matches idem.ErrInvalidKey.
 var ErrMissingKey = errors.New("the idempotency-key header is required")
 
 // keyError says why an idempotency-key header value was rejected.
