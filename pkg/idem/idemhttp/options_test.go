@@ -3,9 +3,11 @@ package idemhttp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -129,5 +131,65 @@ func TestNewRefusesAnUnusableConfiguration(t *testing.T) {
 		if m, err := build(); err == nil || m != nil {
 			t.Errorf("%s: New succeeded", name)
 		}
+	}
+}
+
+// What the observer is told matches the core's sentinels, as Do's own errors do.
+func TestObservedErrorsMatchTheCoreSentinels(t *testing.T) {
+	m0 := testsupport.StartMiniredis(t)
+	g := guardOn(t, m0.NewClient())
+	var mu sync.Mutex
+	var got []error
+	m, err := idemhttp.New(g, "api", idemhttp.WithObserver(func(_ context.Context, _ idem.Outcome, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, err)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, started := make(chan struct{}), make(chan struct{})
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("hold") != "" {
+			close(started)
+			<-hold
+		}
+		w.WriteHeader(201)
+	}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req := httptest.NewRequest("POST", "/orders?hold=1", strings.NewReader("{}"))
+		req.Header.Set("Idempotency-Key", "held")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}()
+	<-started
+	held := httptest.NewRequest("POST", "/orders?hold=1", strings.NewReader("{}"))
+	held.Header.Set("Idempotency-Key", "held")
+	inProgress := httptest.NewRecorder()
+	h.ServeHTTP(inProgress, held)
+	if inProgress.Code != 409 {
+		t.Fatalf("in progress answered %d", inProgress.Code)
+	}
+	close(hold)
+	<-done
+	serveHTTP(h, "k", `{"a":1}`)
+	if a := serveHTTP(h, "k", `{"a":2}`); a.Code != 422 {
+		t.Fatalf("other payload answered %d", a.Code)
+	}
+	m0.Close()
+	if a := serveHTTP(h, "k2", `{}`); a.Code != 503 {
+		t.Fatalf("Redis down answered %d", a.Code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// got: in progress, the held first (nil), k (nil), the mismatch, unavailable.
+	for i, want := range map[int]error{0: idem.ErrInProgress, 3: idem.ErrMismatch, 4: idem.ErrUnavailable} {
+		if len(got) != 5 || !errors.Is(got[i], want) {
+			t.Fatalf("observed %v; want %v at %d", got, want, i)
+		}
+	}
+	if _, err := idemhttp.ParseKey(""); !errors.Is(err, idem.ErrInvalidKey) || !errors.Is(err, idemhttp.ErrMissingKey) {
+		t.Fatalf("ParseKey of a blank key: %v", err)
 	}
 }
