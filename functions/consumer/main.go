@@ -14,11 +14,9 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"time"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemlambda/idem/internal/functions/consumer/handler"
+	"github.com/idemlambda/idem/internal/lambdafn"
 	"github.com/idemlambda/idem/internal/redisconn"
 )
 
@@ -28,25 +26,15 @@ import (
 var process handler.Process
 
 func main() {
-	// go-redis's own notices (pool, reconnects) as JSON lines too: one object per log line.
-	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", os.Getenv(handler.EnvFunctionName)))
-	opts := []handler.Option{handler.WithRedisOptions(redisconn.WithWarmUp(redisconn.DefaultWarmUp))}
+	lambdafn.Main([]slog.Attr{slog.String("function", os.Getenv(handler.EnvFunctionName))}, build)
+}
+
+// build is the handler of the function, from the environment; Prime then has the server
+// compile the guard's scripts.
+func build(ctx context.Context, getenv func(string) string, opts ...redisconn.Option) (*handler.Handler, error) {
+	hopts := []handler.Option{handler.WithRedisOptions(opts...)}
 	if process != nil {
-		opts = append(opts, handler.WithProcess(process))
+		hopts = append(hopts, handler.WithProcess(process))
 	}
-	// The first connection (TCP, TLS, AUTH or IAM token) is made here, during init, rather than
-	// on the first batch, and then the server compiles the guard's scripts (Handler.Prime);
-	// both within one bound, so a Redis that is down never holds or fails init.
-	warmUntil := time.Now().Add(redisconn.DefaultWarmUp)
-	h, err := handler.New(context.Background(), os.Getenv, opts...)
-	if err != nil {
-		// One line naming the variable, then a non-zero exit: Lambda reports the init failure.
-		slog.New(slog.NewJSONHandler(os.Stdout, nil)).Error("init failed",
-			"function", os.Getenv(handler.EnvFunctionName), "error", err.Error())
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), warmUntil)
-	_ = h.Prime(ctx) // on error the first batch sends the scripts' source, as without Prime
-	cancel()
-	lambda.Start(h.Handle)
+	return handler.New(ctx, getenv, hopts...)
 }

@@ -9,46 +9,20 @@ package main
 
 import (
 	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"os"
-	"time"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemlambda/idem/internal/functions/payments/handler"
+	"github.com/idemlambda/idem/internal/lambdafn"
 	"github.com/idemlambda/idem/internal/redisconn"
-	"github.com/idemlambda/idem/internal/setting"
 )
 
 func main() {
-	// go-redis's own notices (pool, reconnects) as JSON lines too: one object per log line.
-	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", handler.Function(os.Getenv)))
-	// The first connection (TCP, TLS, AUTH or IAM token) is made here, during init, rather than
-	// on the first request, and then one synthetic payment runs the request's code once (see
-	// Handler.Prime); both within one bound, so a Redis that is down never holds or fails init.
-	warmUntil := time.Now().Add(redisconn.DefaultWarmUp)
-	h, err := handler.New(context.Background(), os.Getenv,
-		handler.WithRedisOptions(redisconn.WithWarmUp(redisconn.DefaultWarmUp)))
-	if err != nil {
-		logInitFailure(os.Stdout, err)
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), warmUntil)
-	_ = h.Prime(ctx) // on error the first request meets Redis's state itself, as without Prime
-	cancel()
-	lambda.Start(h.Handle)
+	lambdafn.Main([]slog.Attr{slog.String("function", handler.Function(os.Getenv))}, build)
 }
 
-// logInitFailure writes the one JSON line that explains a failed init, with the variable at
-// fault as its own attribute when the error names one.
-func logInitFailure(w io.Writer, err error) {
-	attrs := []any{slog.String("function", handler.Function(os.Getenv))}
-	var se *setting.Error
-	if errors.As(err, &se) {
-		attrs = append(attrs, slog.String("variable", se.Var))
-	}
-	attrs = append(attrs, slog.String("error", err.Error()))
-	slog.New(slog.NewJSONHandler(w, nil)).Error("init failed", attrs...)
+// build is the handler of the function, from the environment; Prime then runs one synthetic
+// payment through the request's code (see Handler.Prime).
+func build(ctx context.Context, getenv func(string) string, opts ...redisconn.Option) (*handler.Handler, error) {
+	return handler.New(ctx, getenv, handler.WithRedisOptions(opts...))
 }

@@ -12,34 +12,21 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"time"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemlambda/idem/internal/functions/webhook/handler"
+	"github.com/idemlambda/idem/internal/lambdafn"
 	"github.com/idemlambda/idem/internal/redisconn"
 )
 
 func main() {
-	// go-redis's own notices (pool, reconnects) as JSON lines too: one object per log line.
-	redisconn.UseSlog(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", os.Getenv(handler.EnvFunctionName)))
-	// The first connection (TCP, TLS, AUTH or IAM token) is made here, during init, rather than
-	// on the first request, and then the server compiles the guard's scripts (Handler.Prime);
-	// both within one bound, so a Redis that is down never holds or fails init.
-	warmUntil := time.Now().Add(redisconn.DefaultWarmUp)
-	h, err := handler.New(context.Background(), os.Getenv,
-		handler.WithRedisOptions(redisconn.WithWarmUp(redisconn.DefaultWarmUp)))
-	if err != nil {
-		// One line naming the variable, then a non-zero exit: Lambda reports the init failure
-		// and never routes an invocation to a function that would run on unsafe settings.
-		slog.New(slog.NewJSONHandler(os.Stdout, nil)).Error("init failed",
-			"function", os.Getenv(handler.EnvFunctionName),
-			"provider", os.Getenv(handler.EnvProvider),
-			"error", err.Error())
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), warmUntil)
-	_ = h.Prime(ctx) // on error the first delivery sends the scripts' source, as without Prime
-	cancel()
-	lambda.Start(h.Handle)
+	lambdafn.Main([]slog.Attr{
+		slog.String("function", os.Getenv(handler.EnvFunctionName)),
+		slog.String("provider", os.Getenv(handler.EnvProvider)),
+	}, build)
+}
+
+// build is the handler of the function, from the environment; Prime then has the server
+// compile the guard's scripts.
+func build(ctx context.Context, getenv func(string) string, opts ...redisconn.Option) (*handler.Handler, error) {
+	return handler.New(ctx, getenv, handler.WithRedisOptions(opts...))
 }

@@ -26,5 +26,13 @@
 //
 // Do reports what happened through Outcome.Kind. Wrap turns any func(context.Context, In)
 // (Out, error) into one that runs once per key, with results stored as JSON, and reports through
-// errors (ErrInProgress, ErrMismatch, ErrUnavailable) instead.
+// errors instead. Both speak one vocabulary: the Kinds in which nothing of the work is returned
+// have a sentinel error (InProgress ErrInProgress, Mismatch ErrMismatch, InvalidKey
+// ErrInvalidKey, Unavailable ErrUnavailable), which the errors of Do, DoBatch, Wrap, idemhttp and
+// idemsqs match with errors.Is.
+//
+// Every constructor (New, Wrap, idemsqs.New, idemhttp.New) returns an error and refuses a nil
+// guard, client or function, so a handler declared before its guard exists fails at init, not
+// at its first call. The package reads no environment variable: a program maps its own to the
+// options.
 package idem

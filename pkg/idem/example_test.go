@@ -42,7 +42,10 @@ func ExampleWrap() {
 		return Receipt{OrderID: o.ID, Charged: o.Amount}, nil
 	}
 	// Keyed on the order id; the fingerprint (nil: the whole order) tells a retry from a reuse.
-	handler := idem.Wrap(guard, "orders", func(o Order) string { return o.ID }, nil, charge)
+	handler, err := idem.Wrap(guard, "orders", func(o Order) string { return o.ID }, nil, charge)
+	if err != nil {
+		panic(err)
+	}
 
 	ctx := context.Background()
 	for range 2 {

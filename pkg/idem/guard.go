@@ -78,8 +78,9 @@ func New(client Client, opts ...Option) (*Guard, error) {
 //   - an invalid key is refused before any command (InvalidKey).
 //
 // The error is nil for Executed, Replayed and ExecutedUnguarded. For every other Kind it
-// explains the outcome for the log (the work's own error is wrapped, for Failed); it adds nothing
-// to branch on.
+// explains the outcome for the log, and matches with errors.Is the sentinel of its Kind:
+// ErrInProgress, ErrMismatch, ErrUnavailable or ErrInvalidKey; for Failed it wraps the work's
+// own error (LockLost and NotStored have no sentinel: the work ran, see Kind).
 func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Outcome, error) {
 	c := &call{}
 	if out, ok, err := g.start(c, key, fp, g.opts.now()); !ok {
@@ -172,7 +173,7 @@ func claimArgs(c *call, px any) []any {
 }
 
 // errMismatch explains a Mismatch outcome.
-var errMismatch = errors.New("idem: the key was used before with a different payload")
+var errMismatch = fmt.Errorf("%w: the key was used before with a different payload", ErrMismatch)
 
 // claimed interprets the reply to the claim: claimed when the key is ours, else the outcome.
 func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outcome, claimed bool, _ error) {
@@ -181,12 +182,12 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 		return out, true, nil // the key was free
 	case err != nil:
 		out.Kind = Unavailable
-		return out, false, fmt.Errorf("idem: claim: %w", err)
+		return out, false, fmt.Errorf("%w: claim: %w", ErrUnavailable, err)
 	}
 	rec, err := decodeRecord([]byte(stored))
 	if err != nil {
 		out.Kind = Unavailable
-		return out, false, fmt.Errorf("idem: claim: %w", err)
+		return out, false, fmt.Errorf("%w: claim: %w", ErrUnavailable, err)
 	}
 	// A claim retried after its reply was lost finds its own record: still ours.
 	if !rec.completed && rec.token == c.tok {
@@ -209,7 +210,7 @@ func (g *Guard) observeFull(c *call, out Outcome, stored string, err error) (Out
 		}
 	}
 	out.Kind = Unavailable
-	return out, errors.New("idem: claim: the store is out of memory")
+	return out, fmt.Errorf("%w: claim: the store is out of memory", ErrUnavailable)
 }
 
 // observe turns a record someone else wrote into an outcome.
@@ -226,7 +227,7 @@ func (g *Guard) observe(out Outcome, c *call, rec record) (Outcome, error) {
 	default:
 		out.Kind = InProgress
 		out.RetryAfter = max(rec.expiresAt.Sub(c.now), 0)
-		return out, fmt.Errorf("idem: in progress, retry after %s", out.RetryAfter)
+		return out, fmt.Errorf("%w, retry after %s", ErrInProgress, out.RetryAfter)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/internal/redisconn"
-	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/redis/go-redis/v9"
 )
@@ -476,34 +475,6 @@ func TestCorruptRecordFailsClosed(t *testing.T) {
 	out, err := g.Do(context.Background(), key, Fingerprint{}, okWork("x"))
 	if out.Kind != Unavailable || !errors.Is(err, errCorruptRecord) {
 		t.Fatalf("%v %v", out.Kind, err)
-	}
-}
-
-func TestOptionsFromEnv(t *testing.T) {
-	opts, err := OptionsFromEnv(testsupport.Env(map[string]string{"IDEM_KEY_PREFIX": "p", "IDEM_RESULT_TTL": "96h", "IDEM_LOCK_TTL": "45s", "IDEM_FAIL_OPEN": "true"}), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.prefix != "p" || o.resultTTL != 96*time.Hour || o.lockTTL != 45*time.Second || !o.failOpen {
-		t.Fatalf("%+v", o)
-	}
-	for name, bad := range map[string]map[string]string{
-		"IDEM_RESULT_TTL": {"IDEM_RESULT_TTL": "forever"},
-		"IDEM_LOCK_TTL":   {"IDEM_LOCK_TTL": "-1s"},
-		"IDEM_KEY_PREFIX": {"IDEM_KEY_PREFIX": "a{b}"},
-		"IDEM_FAIL_OPEN":  {"IDEM_FAIL_OPEN": "sometimes"},
-	} {
-		var se *setting.Error
-		if _, err := OptionsFromEnv(testsupport.Env(bad), time.Hour); !errors.As(err, &se) || se.Var != name {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	if _, err := OptionsFromEnv(testsupport.Env(nil), 0); err == nil {
-		t.Error("zero default result TTL accepted")
 	}
 }
 

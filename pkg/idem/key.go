@@ -23,22 +23,23 @@ type Key struct {
 	ID string
 }
 
-// Validate reports why k cannot be used, or nil. Do calls it before sending anything.
+// Validate reports why k cannot be used (an error matching ErrInvalidKey), or nil. Do calls it
+// before sending anything.
 func (k Key) Validate() error {
 	if k.Scope == "" || len(k.Scope) > maxScopeLength {
-		return fmt.Errorf("idem: invalid key: scope must be 1 to %d bytes", maxScopeLength)
+		return fmt.Errorf("%w: scope must be 1 to %d bytes", ErrInvalidKey, maxScopeLength)
 	}
 	for i := 0; i < len(k.Scope); i++ {
 		if !scopeByte(k.Scope[i]) {
-			return fmt.Errorf("idem: invalid key: scope byte %d is not one of [A-Za-z0-9._:-]", i)
+			return fmt.Errorf("%w: scope byte %d is not one of [A-Za-z0-9._:-]", ErrInvalidKey, i)
 		}
 	}
 	if k.ID == "" || len(k.ID) > MaxIDLength {
-		return fmt.Errorf("idem: invalid key: id must be 1 to %d bytes", MaxIDLength)
+		return fmt.Errorf("%w: id must be 1 to %d bytes", ErrInvalidKey, MaxIDLength)
 	}
 	for i := 0; i < len(k.ID); i++ {
 		if c := k.ID[i]; c < 0x20 || c == 0x7f {
-			return fmt.Errorf("idem: invalid key: id byte %d is a control character", i)
+			return fmt.Errorf("%w: id byte %d is a control character", ErrInvalidKey, i)
 		}
 	}
 	return nil

@@ -7,7 +7,9 @@ import (
 )
 
 // Kind says what Do did. It is the one thing to branch on: every Kind fully describes what
-// happened to the work and to the stored record.
+// happened to the work and to the stored record. The Kinds in which nothing of the work is
+// returned have a sentinel error, which Do's error matches with errors.Is: InProgress
+// ErrInProgress, Mismatch ErrMismatch, InvalidKey ErrInvalidKey, Unavailable ErrUnavailable.
 type Kind int
 
 // The outcomes of Do.
@@ -16,9 +18,11 @@ const (
 	Executed Kind = iota + 1
 	// Replayed: the work completed earlier; Outcome.Result is the stored result.
 	Replayed
-	// InProgress: another owner holds the claim; retry after Outcome.RetryAfter.
+	// InProgress: another owner holds the claim; retry after Outcome.RetryAfter. The error
+	// matches ErrInProgress.
 	InProgress
-	// Mismatch: the key was used before with a different payload fingerprint.
+	// Mismatch: the key was used before with a different payload fingerprint. The error
+	// matches ErrMismatch.
 	Mismatch
 	// LockLost: the work ran and succeeded, but the claim expired or passed to another owner
 	// before its result could be stored. Outcome.Result is the work's result; nothing is stored.
@@ -28,12 +32,13 @@ const (
 	// that runs the work again.
 	NotStored
 	// Unavailable: the store could not be reached, or held a record this package did not write.
-	// Nothing ran (fail closed).
+	// Nothing ran (fail closed). The error matches ErrUnavailable.
 	Unavailable
 	// ExecutedUnguarded: the store could not be reached and the guard was built with
 	// WithFailOpen, so the work ran without a claim. Nothing was stored.
 	ExecutedUnguarded
-	// InvalidKey: the key failed validation; nothing was sent to the store.
+	// InvalidKey: the key failed validation; nothing was sent to the store. The error matches
+	// ErrInvalidKey.
 	InvalidKey
 	// Failed: the work returned an error, panicked, ran out of time, or produced a result too
 	// large to store. The claim was released (when the store allowed) and nothing was cached.
@@ -76,13 +81,20 @@ type Result struct {
 	Body    []byte
 }
 
-// Errors returned by the function Wrap returns, for its callers to branch on with errors.Is.
-// Do itself reports through Outcome.Kind.
+// The error vocabulary of the package, the same from every entry point: the error Do and
+// DoBatch return for the Kind named, the errors of the functions Wrap returns, and those
+// idemhttp and idemsqs report, all match these with errors.Is. Each error carries more detail
+// (the retry-after, the store's own error), so branch with errors.Is, never on the text.
 var (
-	// ErrInProgress: another call holds the key's claim; retry later.
+	// ErrInProgress (Kind InProgress): another call holds the key's claim; retry later.
 	ErrInProgress = errors.New("idem: in progress")
-	// ErrMismatch: the key was used before with a different input.
-	ErrMismatch = errors.New("idem: payload mismatch for key")
-	// ErrUnavailable: the store could not be reached; nothing ran.
+	// ErrMismatch (Kind Mismatch): the key was used before with a different payload
+	// fingerprint.
+	ErrMismatch = errors.New("idem: payload mismatch")
+	// ErrInvalidKey (Kind InvalidKey): the key failed validation (Key.Validate); nothing was
+	// sent to the store.
+	ErrInvalidKey = errors.New("idem: invalid key")
+	// ErrUnavailable (Kind Unavailable): the store could not be reached, or held a record this
+	// package did not write; nothing ran.
 	ErrUnavailable = errors.New("idem: store unavailable")
 )

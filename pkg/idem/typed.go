@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
 // Wrap returns fn guarded by g: a function with fn's signature that runs fn at most once per
 // key, within the same round-trip budget as Do (2 for a first call, 1 for a replay or an
 // in-progress duplicate). It is meant for any Lambda handler, or any function an at-least-once
-// source calls.
+// source calls. A nil guard or fn, or a scope Key.Validate refuses, is an error here, at
+// construction, never a panic at the first call.
 //
 // The key is Key{Scope: scope, ID: key(in)}, and the payload's fingerprint is fingerprint(in).
 // A nil key uses the hex SHA-256 of the canonical JSON of the whole input (object keys sorted),
@@ -20,13 +22,23 @@ import (
 //
 // The first call's result is stored as JSON (encoding/json: exported fields only) and decoded
 // into Out for every replay. An error from fn releases the claim and is returned (wrapped:
-// errors.Is still finds it), so the next call runs fn again. The other failures are errors that
-// callers recognise with errors.Is: ErrInProgress while another call holds the key (the event
-// source should retry later), ErrMismatch for a key used with another input, ErrUnavailable when
-// the store cannot be reached (nothing ran). When fn succeeded but its result could not be
-// stored, its result is returned with a nil error: the work was done.
+// errors.Is still finds it), so the next call runs fn again. The other failures match, with
+// errors.Is, the package's sentinels: ErrInProgress while another call holds the key (the event
+// source should retry later), ErrMismatch for a key used with another input, ErrInvalidKey for
+// a key that key(in) made unusable, ErrUnavailable when the store cannot be reached (nothing
+// ran). When fn succeeded but its result could not be stored, its result is returned with a nil
+// error: the work was done.
 func Wrap[In, Out any](g *Guard, scope string, key func(In) string, fingerprint func(In) (Fingerprint, error),
-	fn func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+	fn func(context.Context, In) (Out, error)) (func(context.Context, In) (Out, error), error) {
+	switch {
+	case g == nil:
+		return nil, errors.New("idem: Wrap: nil guard")
+	case fn == nil:
+		return nil, errors.New("idem: Wrap: nil function")
+	}
+	if err := (Key{Scope: scope, ID: "x"}).Validate(); err != nil {
+		return nil, fmt.Errorf("idem: Wrap: %w", err)
+	}
 	return func(ctx context.Context, in In) (Out, error) {
 		var zero Out
 		id, fp, err := keyOf(in, key, fingerprint)
@@ -55,15 +67,13 @@ func Wrap[In, Out any](g *Guard, scope string, key func(In) string, fingerprint 
 				return zero, fmt.Errorf("idem: decode the stored result of key %q in scope %s: %w", id, scope, err)
 			}
 			return v, nil
-		case InProgress:
-			return zero, fmt.Errorf("%w: retry after %s", ErrInProgress, out.RetryAfter)
 		case Mismatch:
-			return zero, fmt.Errorf("%w %q in scope %s", ErrMismatch, id, scope)
-		case Unavailable:
-			return zero, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return zero, fmt.Errorf("%w for key %q in scope %s", ErrMismatch, id, scope)
 		}
-		return zero, err // Failed (fn's error, wrapped) or InvalidKey
-	}
+		// InProgress, Unavailable, InvalidKey: Do's error matches the Kind's sentinel; Failed:
+		// it wraps fn's error.
+		return zero, err
+	}, nil
 }
 
 // keyOf derives a call's key ID and fingerprint from its input, with Wrap's defaults.

@@ -27,6 +27,35 @@ type receipt struct {
 
 func orderID(o order) string { return o.ID }
 
+// mustWrap is Wrap for a test whose arguments are valid.
+func mustWrap[In, Out any](t testing.TB, g *Guard, scope string, key func(In) string, fp func(In) (Fingerprint, error), fn func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+	t.Helper()
+	w, err := Wrap(g, scope, key, fp, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// A guard built later than the wrapped function (a package-level declaration that runs before
+// init sets the guard) is refused at construction, not a panic at the first call.
+func TestWrapRefusesANilGuardANilFunctionAndABadScope(t *testing.T) {
+	g, err := New(testsupport.StartMiniredis(t).NewClient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(context.Context, order) (receipt, error) { return receipt{}, nil }
+	if w, err := Wrap(nil, "orders", orderID, nil, fn); w != nil || err == nil {
+		t.Errorf("nil guard: %v; want an error and no function", err)
+	}
+	if w, err := Wrap[order, receipt](g, "orders", orderID, nil, nil); w != nil || err == nil {
+		t.Errorf("nil function: %v; want an error and no function", err)
+	}
+	if _, err := Wrap(g, "two words", orderID, nil, fn); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("bad scope: %v; want ErrInvalidKey", err)
+	}
+}
+
 // 50 calls with one key, from 4 environments at once: the function runs once, the others are
 // told it is in progress (or, if they come late, get its result).
 func testWrapConcurrentCallsExecuteOnce(t *testing.T, b backend) {
@@ -38,7 +67,7 @@ func testWrapConcurrentCallsExecuteOnce(t *testing.T, b backend) {
 	}
 	var fns []func(context.Context, order) (receipt, error)
 	for range 4 {
-		fns = append(fns, Wrap(b.guard(t, b.newClient(t)), "orders", orderID, nil, charge))
+		fns = append(fns, mustWrap(t, b.guard(t, b.newClient(t)), "orders", orderID, nil, charge))
 	}
 	in := order{ID: "ord_concurrent", Amount: 1250, Currency: "EUR"}
 	var wg sync.WaitGroup
@@ -71,7 +100,7 @@ func testWrapConcurrentCallsExecuteOnce(t *testing.T, b backend) {
 func testWrapFailureReleasesClaim(t *testing.T, b backend) {
 	errDeclined := errors.New("card declined")
 	var runs atomic.Int32
-	charge := Wrap(b.guard(t, b.newClient(t)), "orders", orderID, nil, func(ctx context.Context, o order) (receipt, error) {
+	charge := mustWrap(t, b.guard(t, b.newClient(t)), "orders", orderID, nil, func(ctx context.Context, o order) (receipt, error) {
 		if runs.Add(1) == 1 {
 			return receipt{}, errDeclined
 		}
@@ -90,7 +119,7 @@ func testWrapFailureReleasesClaim(t *testing.T, b backend) {
 func testWrapReplayDecodes(t *testing.T, b backend) {
 	var runs atomic.Int32
 	at := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
-	charge := Wrap(b.guard(t, b.newClient(t)), "orders", orderID, nil, func(ctx context.Context, o order) (receipt, error) {
+	charge := mustWrap(t, b.guard(t, b.newClient(t)), "orders", orderID, nil, func(ctx context.Context, o order) (receipt, error) {
 		return receipt{OrderID: o.ID, Charged: o.Amount, Run: runs.Add(1), At: at}, nil
 	})
 	in := order{ID: "ord_replay", Amount: 990, Currency: "USD"}
@@ -99,7 +128,7 @@ func testWrapReplayDecodes(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	// Another environment, with nothing in memory: the result comes from the store.
-	other := Wrap(b.guard(t, b.newClient(t)), "orders", orderID, nil, func(ctx context.Context, o order) (receipt, error) {
+	other := mustWrap(t, b.guard(t, b.newClient(t)), "orders", orderID, nil, func(ctx context.Context, o order) (receipt, error) {
 		return receipt{Run: runs.Add(1)}, nil
 	})
 	again, err := other(context.Background(), in)
@@ -107,14 +136,14 @@ func testWrapReplayDecodes(t *testing.T, b backend) {
 		t.Fatalf("replay: %+v, %v; want %+v decoded, and no second run", again, err, first)
 	}
 	// A result that does not decode into Out is an error, not a zero value.
-	bad := Wrap(b.guard(t, b.newClient(t)), "orders", orderID, nil, func(ctx context.Context, o order) (int, error) { return 0, nil })
+	bad := mustWrap(t, b.guard(t, b.newClient(t)), "orders", orderID, nil, func(ctx context.Context, o order) (int, error) { return 0, nil })
 	if _, err := bad(context.Background(), in); err == nil {
 		t.Fatal("a stored receipt decoded into an int")
 	}
 }
 
 func testWrapMismatch(t *testing.T, b backend) {
-	charge := Wrap(b.guard(t, b.newClient(t)), "orders", orderID, nil, func(ctx context.Context, o order) (receipt, error) {
+	charge := mustWrap(t, b.guard(t, b.newClient(t)), "orders", orderID, nil, func(ctx context.Context, o order) (receipt, error) {
 		return receipt{OrderID: o.ID}, nil
 	})
 	if _, err := charge(context.Background(), order{ID: "ord_reused", Amount: 1}); err != nil {
@@ -124,7 +153,7 @@ func testWrapMismatch(t *testing.T, b backend) {
 		t.Fatalf("same order id, other amount: %v; want ErrMismatch", err)
 	}
 	// A fingerprint over the id only makes the amount irrelevant.
-	idOnly := Wrap(b.guard(t, b.newClient(t)), "orders", orderID, func(o order) (Fingerprint, error) { return FingerprintOf([]byte(o.ID)), nil },
+	idOnly := mustWrap(t, b.guard(t, b.newClient(t)), "orders", orderID, func(o order) (Fingerprint, error) { return FingerprintOf([]byte(o.ID)), nil },
 		func(ctx context.Context, o order) (receipt, error) {
 			return receipt{OrderID: o.ID, Charged: o.Amount}, nil
 		})
@@ -136,7 +165,7 @@ func testWrapMismatch(t *testing.T, b backend) {
 
 func testWrapDefaultKey(t *testing.T, b backend) {
 	var runs atomic.Int32
-	echo := Wrap(b.guard(t, b.newClient(t)), "echo", nil, nil, func(ctx context.Context, in map[string]any) (int32, error) {
+	echo := mustWrap(t, b.guard(t, b.newClient(t)), "echo", nil, nil, func(ctx context.Context, in map[string]any) (int32, error) {
 		return runs.Add(1), nil
 	})
 	ctx := context.Background()
@@ -165,7 +194,7 @@ func TestWrapKeepsTheRoundTripBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	hold, started := make(chan struct{}), make(chan struct{})
-	charge := Wrap(g, "orders", orderID, nil, func(ctx context.Context, o order) (receipt, error) {
+	charge := mustWrap(t, g, "orders", orderID, nil, func(ctx context.Context, o order) (receipt, error) {
 		if o.ID == "held" {
 			close(started)
 			<-hold

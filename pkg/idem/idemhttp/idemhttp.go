@@ -11,15 +11,19 @@
 //	first request              the handler's response; stored when successful (2xx by default)
 //	same key, same payload     the first response again (status, headers, body) with
 //	                           Idempotent-Replayed: true
-//	same key, still running    409 idempotency_key_in_use, retry-after
+//	same key, still running    409 idempotency_key_in_use, retry-after: 1
 //	same key, other payload    422 idempotency_key_reused
-//	Redis unreachable          503 store_unavailable, retry-after; the handler does not run
+//	Redis unreachable          503 store_unavailable, retry-after: 1; the handler does not run
 //	handler failed             its own response (or error); the claim is released, so a retry
-//	                           runs it again
+//	                           runs it again (500 internal_error after a panic)
 //
-// The payload is the method, the path and the body unless WithFingerprint says otherwise; keys
-// are scoped to the caller that WithCaller names. Error bodies are {"error": {"code",
-// "message"}} with content-type application/json and the codes listed as constants here.
+// The payload is the method, the path and the body unless WithFingerprint says otherwise. The
+// keys live in the scope given to New (the core's idem.Key.Scope: a namespace such as the API's
+// name); with WithCaller each caller has keys of its own, so the same key from two callers names
+// two units of work. Error bodies are {"error": {"code", "message"}} with content-type
+// application/json; the codes above are stable across releases. The errors this package reports
+// (ParseKey's, the core's through WithObserver) match the core's sentinels with errors.Is:
+// idem.ErrInvalidKey, idem.ErrInProgress, idem.ErrMismatch, idem.ErrUnavailable.
 //
 // Middleware.Handler is net/http middleware (containers, the Lambda Web Adapter); APIGatewayProxy
 // (REST API), HTTPAPI (HTTP API payload v2.0), FunctionURL and ALB wrap aws-lambda-go handlers
@@ -28,19 +32,27 @@ package idemhttp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/idemlambda/idem/internal/apigw"
+	"github.com/idemlambda/idem/internal/refusal"
 	"github.com/idemlambda/idem/pkg/idem"
 )
 
-// DefaultMaxBody is the largest request body accepted unless WithMaxBody says otherwise: 1 MiB.
-const DefaultMaxBody = 1 << 20
+// defaultMaxBody is the largest request body accepted unless WithMaxBody says otherwise: 1 MiB.
+const defaultMaxBody = 1 << 20
 
-// DefaultHeader is the request header carrying the key unless WithHeader says otherwise.
-const DefaultHeader = "Idempotency-Key"
+// defaultHeader is the request header carrying the key unless WithHeader says otherwise.
+const defaultHeader = "Idempotency-Key"
+
+// HeaderReplayed is set to "true" on a response that repeats the first response to the same
+// key. It is written lower-case, as API Gateway HTTP APIs deliver header names; net/http
+// writes it as Idempotent-Replayed, the same header.
+const HeaderReplayed = "idempotent-replayed"
 
 // Request is what the middleware reads of a request, whichever way it arrived.
 type Request struct {
@@ -52,14 +64,17 @@ type Request struct {
 	Body []byte
 	// Event is the request as the adapter received it: *http.Request,
 	// events.APIGatewayProxyRequest, events.APIGatewayV2HTTPRequest,
-	// events.LambdaFunctionURLRequest or events.ALBTargetGroupRequest. Caller hooks read
-	// authorizer contexts from it.
+	// events.LambdaFunctionURLRequest or events.ALBTargetGroupRequest. A Lambda caller's
+	// identity is in the event's request context, where API Gateway's authorizer put it: for
+	// an HTTP API, RequestContext.Authorizer (JWT.Claims["sub"], IAM.UserARN, Lambda, the
+	// context a Lambda authorizer returned); for a REST API, RequestContext.Authorizer
+	// (a map) and RequestContext.Identity. Caller hooks read it from here.
 	Event any
 }
 
-// Response is an HTTP response as the middleware stores and replays it. Header names are
+// response is an HTTP response as the middleware stores and replays it. Header names are
 // lower-case.
-type Response struct {
+type response struct {
 	Status int
 	Header map[string][]string
 	Body   []byte
@@ -73,7 +88,7 @@ type Middleware struct {
 	header      string
 	methods     map[string]bool
 	caller      func(context.Context, *Request) (string, bool)
-	fingerprint func(*Request) (idem.Fingerprint, error)
+	fingerprint func(context.Context, *Request) (idem.Fingerprint, error)
 	store       func(status int) bool
 	maxBody     int
 	observe     func(context.Context, idem.Outcome, error)
@@ -82,7 +97,7 @@ type Middleware struct {
 // Option configures a Middleware.
 type Option func(*Middleware)
 
-// WithHeader sets the request header that carries the key. Default DefaultHeader.
+// WithHeader sets the request header that carries the key. Default Idempotency-Key.
 func WithHeader(name string) Option { return func(m *Middleware) { m.header = name } }
 
 // WithMethods sets the methods that need a key; requests of other methods pass through
@@ -97,18 +112,20 @@ func WithMethods(methods ...string) Option {
 	}
 }
 
-// WithCaller scopes keys to a caller: caller returns who sent the request (an IAM ARN, a JWT
-// subject, an API key id), and the same key from two callers names two units of work, so one
-// caller never replays another's response. ok false answers 401 unauthenticated before any
-// Redis command. Default: no scoping, every caller shares the key space.
-func WithCaller(caller func(ctx context.Context, r *Request) (scope string, ok bool)) Option {
+// WithCaller gives each caller keys of its own: caller returns who sent the request (an IAM
+// ARN, a JWT subject, an API key id; in a Lambda function, read from r.Event's authorizer
+// context), and the same key from two callers names two units of work, so one caller never
+// replays another's response. ok false answers 401 unauthenticated before any Redis command.
+// Default: none, every caller shares the keys of the middleware's scope.
+func WithCaller(caller func(ctx context.Context, r *Request) (caller string, ok bool)) Option {
 	return func(m *Middleware) { m.caller = caller }
 }
 
 // WithFingerprint sets what counts as "the same payload": the same key with another fingerprint
 // is 422 idempotency_key_reused. An error answers 400 invalid_request with the error's text, so
-// it must not hold secrets. Default: the SHA-256 of the method, the path and the body.
-func WithFingerprint(fingerprint func(r *Request) (idem.Fingerprint, error)) Option {
+// it must not hold secrets. It runs after the key was read and before any Redis command, with
+// the request's context. Default: the SHA-256 of the method, the path and the body.
+func WithFingerprint(fingerprint func(ctx context.Context, r *Request) (idem.Fingerprint, error)) Option {
 	return func(m *Middleware) { m.fingerprint = fingerprint }
 }
 
@@ -120,17 +137,20 @@ func WithStored(success func(status int) bool) Option {
 }
 
 // WithMaxBody sets the largest request body accepted, in bytes; a larger one is 413. Default
-// DefaultMaxBody.
+// 1 MiB.
 func WithMaxBody(n int) Option { return func(m *Middleware) { m.maxBody = n } }
 
-// WithObserver calls observe after every guarded request with what the core reported, for logs
-// and metrics: the outcome (its Kind and RoundTrips) and the core's explanation. Default none.
+// WithObserver calls observe after every guarded request that reached the core with what it
+// reported, for logs and metrics: the outcome (its Kind and RoundTrips) and the core's
+// explanation, which matches the sentinel of its Kind (idem.ErrInProgress, ...). A request
+// refused before the core (401, 413, 400) is not observed. Default none.
 func WithObserver(observe func(ctx context.Context, out idem.Outcome, err error)) Option {
 	return func(m *Middleware) { m.observe = observe }
 }
 
-// New returns a Middleware that runs work under guard, with keys in scope (1 to 64 characters
-// from [A-Za-z0-9._:-], for example the API's name).
+// New returns a Middleware that runs work under guard, with keys in scope (idem.Key.Scope: 1 to
+// 64 characters from [A-Za-z0-9._:-], for example the API's name). A nil guard, a scope the core
+// refuses, or an option's invalid value is an error.
 func New(guard *idem.Guard, scope string, opts ...Option) (*Middleware, error) {
 	if guard == nil {
 		return nil, errors.New("idemhttp: nil guard")
@@ -138,7 +158,7 @@ func New(guard *idem.Guard, scope string, opts ...Option) (*Middleware, error) {
 	if err := (idem.Key{Scope: scope, ID: "x"}).Validate(); err != nil {
 		return nil, fmt.Errorf("idemhttp: %w", err)
 	}
-	m := &Middleware{guard: guard, scope: scope, header: DefaultHeader, maxBody: DefaultMaxBody,
+	m := &Middleware{guard: guard, scope: scope, header: defaultHeader, maxBody: defaultMaxBody,
 		fingerprint: defaultFingerprint, store: is2xx}
 	WithMethods(http.MethodPost, http.MethodPatch)(m)
 	for _, opt := range opts {
@@ -153,7 +173,7 @@ func New(guard *idem.Guard, scope string, opts ...Option) (*Middleware, error) {
 func is2xx(status int) bool { return status >= 200 && status <= 299 }
 
 // defaultFingerprint is the SHA-256 of the method, path and body, joined unambiguously.
-func defaultFingerprint(r *Request) (idem.Fingerprint, error) {
+func defaultFingerprint(_ context.Context, r *Request) (idem.Fingerprint, error) {
 	return idem.FingerprintOf([]byte(idem.JoinID(r.Method, r.Path, string(r.Body)))), nil
 }
 
@@ -165,37 +185,37 @@ var errNotStored = errors.New("idemhttp: the response is not a success; not stor
 
 // serve is the path of every guarded request, whichever adapter received it: refuse, claim,
 // run next, answer. An error is next's own, returned after the claim was released.
-func (m *Middleware) serve(ctx context.Context, r *Request, next func(context.Context) (Response, error)) (Response, error) {
+func (m *Middleware) serve(ctx context.Context, r *Request, next func(context.Context) (response, error)) (response, error) {
 	if !m.guards(r.Method) {
 		return next(ctx)
 	}
-	scope := ""
+	caller := ""
 	if m.caller != nil {
 		var ok bool
-		if scope, ok = m.caller(ctx, r); !ok {
-			return refusal(401, CodeUnauthenticated, "this request carries no caller identity"), nil
+		if caller, ok = m.caller(ctx, r); !ok {
+			return errorResponse(401, refusal.CodeUnauthenticated, "this request carries no caller identity"), nil
 		}
 	}
 	if len(r.Body) > m.maxBody {
-		return refusal(413, CodeBodyTooLarge, fmt.Sprintf("body: larger than %d bytes", m.maxBody)), nil
+		return errorResponse(413, refusal.CodeBodyTooLarge, fmt.Sprintf("body: larger than %d bytes", m.maxBody)), nil
 	}
 	key, err := ParseKey(r.Header.Get(m.header))
 	switch {
 	case errors.Is(err, ErrMissingKey):
-		return refusal(400, CodeMissingKey, "the "+m.header+" header is required"), nil
+		return errorResponse(400, refusal.CodeMissingKey, "the "+m.header+" header is required"), nil
 	case err != nil:
-		return refusal(400, CodeInvalidKey, err.Error()), nil
+		return errorResponse(400, refusal.CodeInvalidKey, err.Error()), nil
 	}
 	id := key
 	if m.caller != nil {
-		id = idem.JoinID(scope, key)
+		id = idem.JoinID(caller, key)
 	}
-	fp, err := m.fingerprint(r)
+	fp, err := m.fingerprint(ctx, r)
 	if err != nil {
-		return refusal(400, CodeInvalidRequest, err.Error()), nil
+		return errorResponse(400, refusal.CodeInvalidRequest, err.Error()), nil
 	}
 
-	var ran Response
+	var ran response
 	var handlerErr error
 	out, err := m.guard.Do(ctx, idem.Key{Scope: m.scope, ID: id}, fp, func(ctx context.Context) (idem.Result, error) {
 		resp, err := next(ctx)
@@ -218,24 +238,36 @@ func (m *Middleware) serve(ctx context.Context, r *Request, next func(context.Co
 	case idem.Replayed:
 		h := unflatten(out.Result.Headers)
 		h[HeaderReplayed] = []string{"true"}
-		return Response{Status: out.Result.Status, Header: h, Body: out.Result.Body}, nil
+		return response{Status: out.Result.Status, Header: h, Body: out.Result.Body}, nil
 	case idem.Failed:
 		switch {
 		case handlerErr != nil:
-			return Response{}, handlerErr
+			return response{}, handlerErr
 		case ran.Status != 0:
 			return ran, nil // not a success, or too large to store: sent once
 		}
-		return refusal(500, CodeInternal, "the request could not be completed; retry with the same idempotency key"), nil
+		return errorResponse(500, refusal.CodeInternal, "the request could not be completed; retry with the same idempotency key"), nil
 	}
-	if r, ok := Refuse(out.Kind); ok {
-		return r.Response(), nil
+	if r, ok := refusal.Of(out.Kind); ok {
+		return refused(r), nil
 	}
-	return refusal(500, CodeInternal, "unexpected outcome "+out.Kind.String()), nil
+	return errorResponse(500, refusal.CodeInternal, "unexpected outcome "+out.Kind.String()), nil
 }
 
-func refusal(status int, code, message string) Response {
-	return Refusal{Status: status, Code: code, Message: message}.Response()
+// refused is a refusal as a JSON error response, with its retry-after.
+func refused(r refusal.Refusal) response {
+	resp := errorResponse(r.Status, r.Code, r.Message)
+	if pairs := r.Header(); pairs != nil {
+		resp.Header[pairs[0]] = []string{pairs[1]}
+	}
+	return resp
+}
+
+// errorResponse is a JSON error response: {"error": {"code", "message"}}, content-type
+// application/json.
+func errorResponse(status int, code, message string) response {
+	body, _ := json.Marshal(apigw.ErrorBody{Error: apigw.ErrorDetail{Code: code, Message: message}})
+	return response{Status: status, Header: map[string][]string{"content-type": {"application/json"}}, Body: body}
 }
 
 // flatten turns a header into the core's one-value-per-name form. A newline can appear in no

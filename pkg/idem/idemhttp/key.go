@@ -4,22 +4,34 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/idemlambda/idem/pkg/idem"
 )
 
 // MaxKeyLength is the longest idempotency key accepted, in characters (bytes: keys are ASCII).
 const MaxKeyLength = 255
 
-// ErrMissingKey is returned by ParseKey when the header is absent or blank.
+// ErrMissingKey is what ParseKey's error matches (errors.Is) when the header is absent or blank.
+// Every error of ParseKey, that one included, also matches idem.ErrInvalidKey.
 var ErrMissingKey = errors.New("the idempotency-key header is required")
 
-// KeyError says why an idempotency-key header value was rejected.
-type KeyError struct {
-	// Reason is a human explanation, e.g. "must be at most 255 characters, got 300".
-	Reason string
+// keyError says why an idempotency-key header value was rejected.
+type keyError struct {
+	reason  string // e.g. "must be at most 255 characters, got 300"
+	missing bool   // the header is absent or blank
 }
 
-// Error returns "idempotency-key: " followed by the reason.
-func (e *KeyError) Error() string { return "idempotency-key: " + e.Reason }
+func (e *keyError) Error() string {
+	if e.missing {
+		return ErrMissingKey.Error()
+	}
+	return "idempotency-key: " + e.reason
+}
+
+// Is makes every rejection match idem.ErrInvalidKey, and a missing key ErrMissingKey too.
+func (e *keyError) Is(target error) bool {
+	return target == idem.ErrInvalidKey || (e.missing && target == ErrMissingKey)
+}
 
 // ParseKey returns the key carried by an Idempotency-Key header value. Two forms mean the same
 // key:
@@ -32,11 +44,11 @@ func (e *KeyError) Error() string { return "idempotency-key: " + e.Reason }
 // string: no parameters and nothing else after the closing quote. Surrounding spaces and tabs
 // are not part of the value (RFC 9110), so a bare key neither starts nor ends with a space; a
 // quoted one may. The key itself is 1 to MaxKeyLength printable ASCII characters (0x20-0x7E).
-// A blank value is ErrMissingKey; every other rejection is a *KeyError.
+// Every rejection matches idem.ErrInvalidKey (errors.Is); a blank value also ErrMissingKey.
 func ParseKey(value string) (string, error) {
 	value = strings.Trim(value, " \t")
 	if value == "" {
-		return "", ErrMissingKey
+		return "", &keyError{missing: true}
 	}
 	key := value
 	if value[0] == '"' {
@@ -46,14 +58,14 @@ func ParseKey(value string) (string, error) {
 		}
 	}
 	if key == "" {
-		return "", &KeyError{Reason: "must not be empty"}
+		return "", &keyError{reason: "must not be empty"}
 	}
 	if len(key) > MaxKeyLength {
-		return "", &KeyError{Reason: fmt.Sprintf("must be at most %d characters, got %d", MaxKeyLength, len(key))}
+		return "", &keyError{reason: fmt.Sprintf("must be at most %d characters, got %d", MaxKeyLength, len(key))}
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x20 || c > 0x7e {
-			return "", &KeyError{Reason: fmt.Sprintf("character %d is not printable ASCII", i+1)}
+			return "", &keyError{reason: fmt.Sprintf("character %d is not printable ASCII", i+1)}
 		}
 	}
 	return key, nil
@@ -68,19 +80,19 @@ func parseSFString(s string) (string, error) {
 		case c == '\\':
 			i++
 			if i == len(s) || (s[i] != '"' && s[i] != '\\') {
-				return "", &KeyError{Reason: `a quoted key may only escape " and \`}
+				return "", &keyError{reason: `a quoted key may only escape " and \`}
 			}
 			b.WriteByte(s[i])
 		case c == '"':
 			if i != len(s)-1 {
-				return "", &KeyError{Reason: "unexpected characters after the closing quote"}
+				return "", &keyError{reason: "unexpected characters after the closing quote"}
 			}
 			return b.String(), nil
 		case c < 0x20 || c > 0x7e:
-			return "", &KeyError{Reason: fmt.Sprintf("character %d is not printable ASCII", i+1)}
+			return "", &keyError{reason: fmt.Sprintf("character %d is not printable ASCII", i+1)}
 		default:
 			b.WriteByte(c)
 		}
 	}
-	return "", &KeyError{Reason: "a quoted key lacks its closing quote"}
+	return "", &keyError{reason: "a quoted key lacks its closing quote"}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/idemlambda/idem/pkg/idem"
 )
 
 func TestParseKey(t *testing.T) {
@@ -50,15 +52,14 @@ func TestParseKey(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseKey(tt.header)
-			var ke *KeyError
 			switch {
 			case tt.missing:
-				if !errors.Is(err, ErrMissingKey) {
-					t.Fatalf("ParseKey(%q) = %q, %v; want ErrMissingKey", tt.header, got, err)
+				if !errors.Is(err, ErrMissingKey) || !errors.Is(err, idem.ErrInvalidKey) {
+					t.Fatalf("ParseKey(%q) = %q, %v; want ErrMissingKey, an idem.ErrInvalidKey", tt.header, got, err)
 				}
 			case tt.invalid:
-				if !errors.As(err, &ke) {
-					t.Fatalf("ParseKey(%q) = %q, %v; want a *KeyError", tt.header, got, err)
+				if !errors.Is(err, idem.ErrInvalidKey) || errors.Is(err, ErrMissingKey) {
+					t.Fatalf("ParseKey(%q) = %q, %v; want an idem.ErrInvalidKey that is not ErrMissingKey", tt.header, got, err)
 				}
 			case err != nil || got != tt.want:
 				t.Fatalf("ParseKey(%q) = %q, %v; want %q", tt.header, got, err, tt.want)
@@ -81,8 +82,7 @@ func FuzzParseKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header string) {
 		key, err := ParseKey(header)
 		if err != nil {
-			var ke *KeyError
-			if !errors.Is(err, ErrMissingKey) && !errors.As(err, &ke) {
+			if !errors.Is(err, idem.ErrInvalidKey) {
 				t.Fatalf("ParseKey(%q): unexpected error type %T: %v", header, err, err)
 			}
 			return

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemlambda/idem/internal/refusal"
 )
 
 // The Lambda event types each adapter takes and returns.
@@ -125,10 +127,10 @@ func adapt[Req, Resp any](m *Middleware, h func(context.Context, Req) (Resp, err
 			return h(ctx, ev)
 		}
 		var out Resp
-		next := func(ctx context.Context) (Response, error) {
+		next := func(ctx context.Context) (response, error) {
 			r, err := h(ctx, ev)
 			if err != nil {
-				return Response{}, err
+				return response{}, err
 			}
 			out = r
 			return fromEvent(c.response(r))
@@ -137,7 +139,7 @@ func adapt[Req, Resp any](m *Middleware, h func(context.Context, Req) (Resp, err
 		if in.base64 {
 			var err error
 			if raw, err = base64.StdEncoding.DecodeString(in.body); err != nil {
-				return c.answer(ev, refusal(400, CodeInvalidRequest, "body: not valid base64")), nil
+				return c.answer(ev, errorResponse(400, refusal.CodeInvalidRequest, "body: not valid base64")), nil
 			}
 		}
 		resp, err := m.serve(ctx, &Request{Method: in.method, Path: in.path, Header: requestHeader(in), Body: raw, Event: ev}, next)
@@ -149,7 +151,7 @@ func adapt[Req, Resp any](m *Middleware, h func(context.Context, Req) (Resp, err
 }
 
 // answer writes resp as the event response to ev.
-func (c codec[Req, Resp]) answer(ev Req, resp Response) Resp {
+func (c codec[Req, Resp]) answer(ev Req, resp response) Resp {
 	var a message
 	a.body, a.base64 = encodeBody(resp.Body)
 	if c.cookies {
@@ -179,7 +181,7 @@ func requestHeader(in message) http.Header {
 }
 
 // fromEvent turns an event response into a Response.
-func fromEvent(status int, r message) (Response, error) {
+func fromEvent(status int, r message) (response, error) {
 	h := make(map[string][]string, len(r.single)+len(r.multi)+1)
 	for name, v := range r.single {
 		h[strings.ToLower(name)] = []string{v}
@@ -194,10 +196,10 @@ func fromEvent(status int, r message) (Response, error) {
 	if r.base64 {
 		var err error
 		if raw, err = base64.StdEncoding.DecodeString(r.body); err != nil {
-			return Response{}, fmt.Errorf("idemhttp: the handler's response body is not valid base64: %w", err)
+			return response{}, fmt.Errorf("idemhttp: the handler's response body is not valid base64: %w", err)
 		}
 	}
-	return Response{Status: status, Header: h, Body: raw}, nil
+	return response{Status: status, Header: h, Body: raw}, nil
 }
 
 // encodeBody returns a body for an event response: as text when it is UTF-8, else base64.

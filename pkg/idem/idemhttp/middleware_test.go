@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/internal/refusal"
 	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
@@ -129,7 +130,7 @@ func runSuite(t *testing.T, client redis.UniversalClient, prefix string) {
 						executed++
 					case a.status == 409:
 						inProgress++
-						wantError(t, a, 409, idemhttp.CodeInProgress)
+						wantError(t, a, 409, refusal.CodeInProgress)
 						if a.get("retry-after") != "1" {
 							t.Fatalf("409 retry-after = %q, want 1", a.get("retry-after"))
 						}
@@ -201,9 +202,9 @@ func runSuite(t *testing.T, client redis.UniversalClient, prefix string) {
 				k := key(t)
 				do(post(k, `{"amount":4}`))
 				a := do(post(k, `{"amount":5}`))
-				wantError(t, a, 422, idemhttp.CodeKeyReused)
+				wantError(t, a, 422, refusal.CodeKeyReused)
 				other := do(call{method: "POST", path: "/other", header: map[string]string{"Idempotency-Key": k}, body: `{"amount":4}`})
-				wantError(t, other, 422, idemhttp.CodeKeyReused)
+				wantError(t, other, 422, refusal.CodeKeyReused)
 				if b.runs.Load() != 1 {
 					t.Fatalf("handler ran %d times, want 1", b.runs.Load())
 				}
@@ -212,9 +213,9 @@ func runSuite(t *testing.T, client redis.UniversalClient, prefix string) {
 			t.Run("MissingOrMalformedKeyIs400", func(t *testing.T) {
 				b := &business{}
 				do, rt := setup(t, b)
-				wantError(t, do(call{method: "POST", path: "/orders", body: "{}"}), 400, idemhttp.CodeMissingKey)
+				wantError(t, do(call{method: "POST", path: "/orders", body: "{}"}), 400, refusal.CodeMissingKey)
 				for _, bad := range []string{`"abc`, `"a";p=1`, "clé", strings.Repeat("k", idemhttp.MaxKeyLength+1)} {
-					wantError(t, do(post(bad, "{}")), 400, idemhttp.CodeInvalidKey)
+					wantError(t, do(post(bad, "{}")), 400, refusal.CodeInvalidKey)
 				}
 				if b.runs.Load() != 0 || len(rt.all()) != 0 {
 					t.Fatalf("a refused request reached the handler or Redis")
@@ -228,7 +229,7 @@ func runSuite(t *testing.T, client redis.UniversalClient, prefix string) {
 					return c, c != ""
 				}))
 				k := key(t)
-				wantError(t, do(post(k, `{"amount":6}`)), 401, idemhttp.CodeUnauthenticated)
+				wantError(t, do(post(k, `{"amount":6}`)), 401, refusal.CodeUnauthenticated)
 				if len(rt.all()) != 0 {
 					t.Fatal("an unauthenticated request reached Redis")
 				}
@@ -246,7 +247,7 @@ func runSuite(t *testing.T, client redis.UniversalClient, prefix string) {
 			t.Run("BodyOverTheLimitIs413", func(t *testing.T) {
 				b := &business{}
 				do, rt := setup(t, b, idemhttp.WithMaxBody(16))
-				wantError(t, do(post(key(t), strings.Repeat("x", 17))), 413, idemhttp.CodeBodyTooLarge)
+				wantError(t, do(post(key(t), strings.Repeat("x", 17))), 413, refusal.CodeBodyTooLarge)
 				if a := do(post(key(t), strings.Repeat("x", 16))); a.status != 201 {
 					t.Fatalf("a body at the limit answered %d %s", a.status, a.body)
 				}
@@ -277,7 +278,7 @@ func runSuite(t *testing.T, client redis.UniversalClient, prefix string) {
 				}
 				b := &business{}
 				a := ad.build(t, m, b.serve)(post(key(t), "{}"))
-				wantError(t, a, 503, idemhttp.CodeUnavailable)
+				wantError(t, a, 503, refusal.CodeUnavailable)
 				if a.get("retry-after") != "1" || b.runs.Load() != 0 {
 					t.Fatalf("retry-after %q, runs %d; want 1 and 0 (fail closed)", a.get("retry-after"), b.runs.Load())
 				}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/idemlambda/idem/internal/refusal"
 )
 
 // Handler returns next guarded by m, as net/http middleware: for containers, and for Lambda
@@ -20,11 +22,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, int64(m.maxBody)+1))
 		if err != nil {
-			write(w, refusal(400, CodeInvalidRequest, "body: could not be read"))
+			write(w, errorResponse(400, refusal.CodeInvalidRequest, "body: could not be read"))
 			return
 		}
 		req := &Request{Method: r.Method, Path: r.URL.Path, Header: r.Header, Body: body, Event: r}
-		resp, _ := m.serve(r.Context(), req, func(ctx context.Context) (Response, error) {
+		resp, _ := m.serve(r.Context(), req, func(ctx context.Context) (response, error) {
 			inner := r.Clone(ctx)
 			inner.Body = io.NopCloser(bytes.NewReader(body))
 			rec := &recorder{header: http.Header{}}
@@ -35,7 +37,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	})
 }
 
-func write(w http.ResponseWriter, resp Response) {
+func write(w http.ResponseWriter, resp response) {
 	h := w.Header()
 	for name, values := range resp.Header {
 		h[http.CanonicalHeaderKey(name)] = values
@@ -64,11 +66,11 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.body.Write(b)
 }
 
-func (r *recorder) response() Response {
+func (r *recorder) response() response {
 	r.WriteHeader(http.StatusOK)
 	h := make(map[string][]string, len(r.header))
 	for name, values := range r.header {
 		h[strings.ToLower(name)] = values
 	}
-	return Response{Status: r.status, Header: h, Body: r.body.Bytes()}
+	return response{Status: r.status, Header: h, Body: r.body.Bytes()}
 }

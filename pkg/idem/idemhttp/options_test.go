@@ -3,14 +3,17 @@ package idemhttp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/internal/refusal"
 	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
@@ -71,7 +74,7 @@ func TestPanickingHandlerIsA500AndReleasesTheClaim(t *testing.T) {
 	}))
 	first := serveHTTP(h, "k", "{}")
 	var body struct{ Error struct{ Code string } }
-	if err := json.Unmarshal(first.Body.Bytes(), &body); err != nil || first.Code != 500 || body.Error.Code != idemhttp.CodeInternal {
+	if err := json.Unmarshal(first.Body.Bytes(), &body); err != nil || first.Code != 500 || body.Error.Code != refusal.CodeInternal {
 		t.Fatalf("panic answered %d %s", first.Code, first.Body)
 	}
 	if again := serveHTTP(h, "k", "{}"); again.Code != 201 || again.Header().Get("Idempotent-Replayed") != "" || runs.Load() != 2 {
@@ -80,7 +83,7 @@ func TestPanickingHandlerIsA500AndReleasesTheClaim(t *testing.T) {
 }
 
 func TestCustomFingerprintDecidesWhatIsTheSamePayload(t *testing.T) {
-	m, err := idemhttp.New(sharedGuard(t), "api", idemhttp.WithFingerprint(func(r *idemhttp.Request) (idem.Fingerprint, error) {
+	m, err := idemhttp.New(sharedGuard(t), "api", idemhttp.WithFingerprint(func(_ context.Context, r *idemhttp.Request) (idem.Fingerprint, error) {
 		return idem.FingerprintJSON(r.Body, "amount")
 	}))
 	if err != nil {
@@ -94,7 +97,7 @@ func TestCustomFingerprintDecidesWhatIsTheSamePayload(t *testing.T) {
 	if a := serveHTTP(h, "k", `{"amount":2}`); a.Code != 422 {
 		t.Fatalf("another amount answered %d, want 422", a.Code)
 	}
-	if a := serveHTTP(h, "k2", `not json`); a.Code != 400 || !strings.Contains(a.Body.String(), idemhttp.CodeInvalidRequest) {
+	if a := serveHTTP(h, "k2", `not json`); a.Code != 400 || !strings.Contains(a.Body.String(), refusal.CodeInvalidRequest) {
 		t.Fatalf("a body the fingerprint refuses answered %d %s, want 400 invalid_request", a.Code, a.Body)
 	}
 }
@@ -128,5 +131,65 @@ func TestNewRefusesAnUnusableConfiguration(t *testing.T) {
 		if m, err := build(); err == nil || m != nil {
 			t.Errorf("%s: New succeeded", name)
 		}
+	}
+}
+
+// What the observer is told matches the core's sentinels, as Do's own errors do.
+func TestObservedErrorsMatchTheCoreSentinels(t *testing.T) {
+	m0 := testsupport.StartMiniredis(t)
+	g := guardOn(t, m0.NewClient())
+	var mu sync.Mutex
+	var got []error
+	m, err := idemhttp.New(g, "api", idemhttp.WithObserver(func(_ context.Context, _ idem.Outcome, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, err)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, started := make(chan struct{}), make(chan struct{})
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("hold") != "" {
+			close(started)
+			<-hold
+		}
+		w.WriteHeader(201)
+	}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req := httptest.NewRequest("POST", "/orders?hold=1", strings.NewReader("{}"))
+		req.Header.Set("Idempotency-Key", "held")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}()
+	<-started
+	held := httptest.NewRequest("POST", "/orders?hold=1", strings.NewReader("{}"))
+	held.Header.Set("Idempotency-Key", "held")
+	inProgress := httptest.NewRecorder()
+	h.ServeHTTP(inProgress, held)
+	if inProgress.Code != 409 {
+		t.Fatalf("in progress answered %d", inProgress.Code)
+	}
+	close(hold)
+	<-done
+	serveHTTP(h, "k", `{"a":1}`)
+	if a := serveHTTP(h, "k", `{"a":2}`); a.Code != 422 {
+		t.Fatalf("other payload answered %d", a.Code)
+	}
+	m0.Close()
+	if a := serveHTTP(h, "k2", `{}`); a.Code != 503 {
+		t.Fatalf("Redis down answered %d", a.Code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// got: in progress, the held first (nil), k (nil), the mismatch, unavailable.
+	for i, want := range map[int]error{0: idem.ErrInProgress, 3: idem.ErrMismatch, 4: idem.ErrUnavailable} {
+		if len(got) != 5 || !errors.Is(got[i], want) {
+			t.Fatalf("observed %v; want %v at %d", got, want, i)
+		}
+	}
+	if _, err := idemhttp.ParseKey(""); !errors.Is(err, idem.ErrInvalidKey) || !errors.Is(err, idemhttp.ErrMissingKey) {
+		t.Fatalf("ParseKey of a blank key: %v", err)
 	}
 }

@@ -30,7 +30,10 @@ func benchSQSBatch10(b *testing.B, addr string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := idemsqs.New(g, func(context.Context, events.SQSMessage) (struct{}, error) { return struct{}{}, nil })
+	h, err := idemsqs.New(g, func(context.Context, events.SQSMessage) (struct{}, error) { return struct{}{}, nil })
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	ev := events.SQSEvent{Records: make([]events.SQSMessage, 10)}
 	run := func(i int) {

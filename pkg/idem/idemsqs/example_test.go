@@ -40,11 +40,14 @@ func Example() {
 		fmt.Println("shipping", o.ID)
 		return "shipped " + o.ID, nil
 	}
-	h := idemsqs.New(guard, ship, idemsqs.WithKey(func(msg events.SQSMessage) (string, error) {
+	h, err := idemsqs.New(guard, ship, idemsqs.WithKey(func(msg events.SQSMessage) (string, error) {
 		var o order
 		err := json.Unmarshal([]byte(msg.Body), &o)
 		return o.ID, err
 	}))
+	if err != nil {
+		panic(err)
+	}
 
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: `{"id":"ord_1","amount":1250}`},

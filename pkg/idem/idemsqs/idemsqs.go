@@ -71,6 +71,12 @@ func WithScope(scope string) Option { return func(c *config) { c.scope = scope }
 // from the body, so that the same event sent twice as two messages still runs once. An error
 // from key fails the record (it is listed in BatchItemFailures). Default: the message id,
 // which SQS keeps across redeliveries of one message.
+//
+// The fingerprint stays the SHA-256 of the raw body unless WithFingerprint says otherwise: two
+// messages with the same key whose bodies differ in any byte (a field order, a sent_at) are a
+// Mismatch, and the second fails on every delivery until the queue's dead-letter queue takes
+// it. With a key read from the body, pass WithFingerprint too, over the fields that mean "the
+// same event".
 func WithKey(key func(msg events.SQSMessage) (string, error)) Option {
 	return func(c *config) { c.key = key }
 }
@@ -108,12 +114,24 @@ type Handler[Out any] struct {
 // JSON (encoding/json: exported fields only) and decoded for every replay; an error from fn
 // releases the record's claim and lists the record in BatchItemFailures, so its redelivery
 // runs fn again. fn's context ends before the record's claim can expire (see idem.Guard.Do).
-func New[Out any](g *idem.Guard, fn func(ctx context.Context, msg events.SQSMessage) (Out, error), opts ...Option) *Handler[Out] {
+//
+// A nil guard or fn, or a scope idem.Key.Validate refuses, is an error here, at construction,
+// never a panic at the first batch.
+func New[Out any](g *idem.Guard, fn func(ctx context.Context, msg events.SQSMessage) (Out, error), opts ...Option) (*Handler[Out], error) {
+	switch {
+	case g == nil:
+		return nil, errors.New("idemsqs: nil guard")
+	case fn == nil:
+		return nil, errors.New("idemsqs: nil function")
+	}
 	c := config{scope: DefaultScope, concurrency: DefaultConcurrency}
 	for _, opt := range opts {
 		opt(&c)
 	}
-	return &Handler[Out]{guard: g, fn: fn, cfg: c}
+	if err := (idem.Key{Scope: c.scope, ID: "x"}).Validate(); err != nil {
+		return nil, fmt.Errorf("idemsqs: %w", err)
+	}
+	return &Handler[Out]{guard: g, fn: fn, cfg: c}, nil
 }
 
 // Record is what happened to one record of a batch.
@@ -136,8 +154,10 @@ type Record[Out any] struct {
 	// Retry is true when the record is listed in BatchItemFailures, for SQS to deliver again.
 	Retry bool
 	// Err explains a record that is not a success: fn's error (wrapped), ErrSkipped, or the
-	// guard's reason. It may also be set for a success whose result could not be stored or
-	// decoded.
+	// guard's reason, which matches with errors.Is the sentinel of its Kind (idem.ErrInProgress,
+	// idem.ErrMismatch, idem.ErrInvalidKey, also for a key or fingerprint function's error, and
+	// idem.ErrUnavailable). It may also be set for a success whose result could not be stored
+	// or decoded.
 	Err error
 	// RoundTrips is the number of Redis round trips of the whole batch (0 for a record
 	// answered without Redis).
@@ -260,7 +280,7 @@ func (h *Handler[Out]) keyOf(msg events.SQSMessage) (string, idem.Fingerprint, e
 	if h.cfg.key != nil {
 		var err error
 		if id, err = h.cfg.key(msg); err != nil {
-			return "", idem.Fingerprint{}, fmt.Errorf("idemsqs: key of message %s: %w", msg.MessageId, err)
+			return "", idem.Fingerprint{}, fmt.Errorf("idemsqs: key of message %s: %w: %w", msg.MessageId, idem.ErrInvalidKey, err)
 		}
 	}
 	if err := (idem.Key{Scope: h.cfg.scope, ID: id}).Validate(); err != nil {
@@ -271,7 +291,7 @@ func (h *Handler[Out]) keyOf(msg events.SQSMessage) (string, idem.Fingerprint, e
 	}
 	fp, err := h.cfg.fingerprint(msg)
 	if err != nil {
-		return id, idem.Fingerprint{}, fmt.Errorf("idemsqs: fingerprint of message %s: %w", msg.MessageId, err)
+		return id, idem.Fingerprint{}, fmt.Errorf("idemsqs: fingerprint of message %s: %w: %w", msg.MessageId, idem.ErrInvalidKey, err)
 	}
 	return id, fp, nil
 }

@@ -24,6 +24,35 @@ const (
 	fifoARN     = "arn:aws:sqs:eu-west-1:123456789012:events.fifo"
 )
 
+// mustNew is idemsqs.New for a test whose arguments are valid.
+func mustNew[Out any](t testing.TB, g *idem.Guard, fn func(context.Context, events.SQSMessage) (Out, error), opts ...idemsqs.Option) *idemsqs.Handler[Out] {
+	t.Helper()
+	h, err := idemsqs.New(g, fn, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// A handler declared before its guard exists (a package-level declaration that runs before
+// init sets the guard) is refused at construction, not a panic at the first batch.
+func TestNewRefusesANilGuardANilFunctionAndABadScope(t *testing.T) {
+	g, err := idem.New(testsupport.StartMiniredis(t).NewClient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(context.Context, events.SQSMessage) (string, error) { return "", nil }
+	if h, err := idemsqs.New(nil, fn); h != nil || err == nil {
+		t.Errorf("nil guard: %v; want an error and no handler", err)
+	}
+	if h, err := idemsqs.New[string](g, nil); h != nil || err == nil {
+		t.Errorf("nil function: %v; want an error and no handler", err)
+	}
+	if _, err := idemsqs.New(g, fn, idemsqs.WithScope("two words")); !errors.Is(err, idem.ErrInvalidKey) {
+		t.Errorf("bad scope: %v; want idem.ErrInvalidKey", err)
+	}
+}
+
 // store is one kind of Redis the behaviour is checked against.
 type store struct {
 	// newClient returns a client with its own pool: a separate execution environment.
@@ -155,7 +184,7 @@ func testConcurrentDeliveriesExecuteOnce(t *testing.T, s store) {
 	// Five execution environments, each with its own client, ten deliveries each.
 	var handlers []*idemsqs.Handler[string]
 	for range 5 {
-		handlers = append(handlers, idemsqs.New(s.guard(t), fn))
+		handlers = append(handlers, mustNew(t, s.guard(t), fn))
 	}
 	var wg sync.WaitGroup
 	var executed, other atomic.Int32
@@ -181,7 +210,7 @@ func testConcurrentDeliveriesExecuteOnce(t *testing.T, s store) {
 func testFailedRecordReleasesItsClaim(t *testing.T, s store) {
 	c := newCounter()
 	c.fail["m-fail"] = true
-	h := idemsqs.New(s.guard(t), c.process)
+	h := mustNew(t, s.guard(t), c.process)
 	ev := batch(msg("m-fail", "", `{}`))
 	resp, recs := h.Run(context.Background(), ev)
 	if got := failed(resp); fmt.Sprint(got) != "[m-fail]" || recs[0].Kind != idem.Failed || recs[0].Err == nil {
@@ -200,11 +229,11 @@ func testFailedRecordReleasesItsClaim(t *testing.T, s store) {
 
 func testReplayReturnsTheFirstResult(t *testing.T, s store) {
 	c := newCounter()
-	h := idemsqs.New(s.guard(t), c.process)
+	h := mustNew(t, s.guard(t), c.process)
 	ev := batch(msg("m-replay", "", `{}`))
 	_, first := h.Run(context.Background(), ev)
 	// Another environment (another guard, another client) gets the stored result, decoded.
-	_, again := idemsqs.New(s.guard(t), c.process).Run(context.Background(), ev)
+	_, again := mustNew(t, s.guard(t), c.process).Run(context.Background(), ev)
 	if first[0].Kind != idem.Executed || again[0].Kind != idem.Replayed {
 		t.Fatalf("kinds %v then %v", first[0].Kind, again[0].Kind)
 	}
@@ -216,7 +245,7 @@ func testReplayReturnsTheFirstResult(t *testing.T, s store) {
 func testDuplicateAndRedelivery(t *testing.T, s store) {
 	c := newCounter()
 	c.fail["m-b"] = true
-	h := idemsqs.New(s.guard(t), c.process)
+	h := mustNew(t, s.guard(t), c.process)
 	ev := batch(msg("m-a", "", `{"a":1}`), msg("m-b", "", `{"b":1}`), msg("m-a", "", `{"a":1}`), msg("m-c", "", `{"c":1}`))
 	resp, recs := h.Run(context.Background(), ev)
 	if got := failed(resp); fmt.Sprint(got) != "[m-b]" {
@@ -245,7 +274,7 @@ func testDuplicateAndRedelivery(t *testing.T, s store) {
 
 func testInProgressAndFailedAreListed(t *testing.T, s store) {
 	started, release := make(chan struct{}), make(chan struct{})
-	slow := idemsqs.New(s.guard(t), func(context.Context, events.SQSMessage) (string, error) {
+	slow := mustNew(t, s.guard(t), func(context.Context, events.SQSMessage) (string, error) {
 		close(started)
 		<-release
 		return "slow", nil
@@ -256,7 +285,7 @@ func testInProgressAndFailedAreListed(t *testing.T, s store) {
 
 	c := newCounter()
 	c.fail["m-bad"] = true
-	h := idemsqs.New(s.guard(t), c.process)
+	h := mustNew(t, s.guard(t), c.process)
 	resp, recs := h.Run(context.Background(), batch(msg("m-busy", "", `{}`), msg("m-bad", "", `{}`), msg("m-good", "", `{}`)))
 	if got := failed(resp); fmt.Sprint(got) != "[m-bad m-busy]" {
 		t.Fatalf("failures %v, want [m-bad m-busy]", got)
@@ -269,7 +298,7 @@ func testInProgressAndFailedAreListed(t *testing.T, s store) {
 func testFIFOGroupOrder(t *testing.T, s store) {
 	c := newCounter()
 	c.fail["a2"] = true
-	h := idemsqs.New(s.guard(t), c.process)
+	h := mustNew(t, s.guard(t), c.process)
 	ev := batch(msg("a1", "A", `1`), msg("b1", "B", `1`), msg("a2", "A", `2`), msg("b2", "B", `2`), msg("a3", "A", `3`))
 	resp, recs := h.Run(context.Background(), ev)
 	if got := failed(resp); fmt.Sprint(got) != "[a2 a3]" {
@@ -314,7 +343,7 @@ func testFIFODuplicateAcrossGroups(t *testing.T, s store) {
 			time.Sleep(5 * time.Millisecond)
 			return c.process(ctx, m)
 		}
-		h := idemsqs.New(s.guard(t), slow, idemsqs.WithConcurrency(2),
+		h := mustNew(t, s.guard(t), slow, idemsqs.WithConcurrency(2),
 			idemsqs.WithKey(func(m events.SQSMessage) (string, error) { return m.Body, nil }))
 		tag := fmt.Sprintf("-%s-%v", t.Name(), bFails)
 		ev := batch(msg("a1", "A", "x"+tag), msg("b1", "B", "y"+tag), msg("a2", "A", "y"+tag), msg("a3", "A", "z"+tag))
@@ -353,7 +382,7 @@ func testFIFODuplicateAcrossGroups(t *testing.T, s store) {
 // (a replay) does not.
 func testFIFOInProgressHoldsGroup(t *testing.T, s store) {
 	started, release := make(chan struct{}), make(chan struct{})
-	slow := idemsqs.New(s.guard(t), func(context.Context, events.SQSMessage) (string, error) {
+	slow := mustNew(t, s.guard(t), func(context.Context, events.SQSMessage) (string, error) {
 		close(started)
 		<-release
 		return "slow", nil
@@ -363,7 +392,7 @@ func testFIFOInProgressHoldsGroup(t *testing.T, s store) {
 	<-started
 
 	c := newCounter()
-	h := idemsqs.New(s.guard(t), c.process)
+	h := mustNew(t, s.guard(t), c.process)
 	ev := batch(msg("g1", "G", `1`), msg("g2", "G", `2`), msg("h1", "H", `1`))
 	resp, _ := h.Run(context.Background(), ev)
 	if got := failed(resp); fmt.Sprint(got) != "[g1 g2]" {
@@ -382,7 +411,7 @@ func testFIFOInProgressHoldsGroup(t *testing.T, s store) {
 
 func testKeyFromBody(t *testing.T, s store) {
 	c := newCounter()
-	h := idemsqs.New(s.guard(t), c.process, idemsqs.WithKey(func(m events.SQSMessage) (string, error) {
+	h := mustNew(t, s.guard(t), c.process, idemsqs.WithKey(func(m events.SQSMessage) (string, error) {
 		if m.Body == "" {
 			return "", errors.New("empty body")
 		}
@@ -409,7 +438,7 @@ func testConcurrencyIsBounded(t *testing.T, s store) {
 		running.Add(-1)
 		return 0, nil
 	}
-	h := idemsqs.New(s.guard(t), fn, idemsqs.WithConcurrency(3))
+	h := mustNew(t, s.guard(t), fn, idemsqs.WithConcurrency(3))
 	var ev events.SQSEvent
 	for i := range 12 {
 		ev.Records = append(ev.Records, msg("conc-"+strconv.Itoa(i), "", `{}`))
@@ -456,7 +485,7 @@ func testRoundTrips(t *testing.T, s store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := idemsqs.New(g, newCounter().process)
+	h := mustNew(t, g, newCounter().process)
 	var ev events.SQSEvent
 	for i := range 10 {
 		ev.Records = append(ev.Records, msg("trip-"+strconv.Itoa(i), "", `{}`))
@@ -479,5 +508,45 @@ func testRoundTrips(t *testing.T, s store) {
 	}
 	if single && trips.n.Load()-before != 1 {
 		t.Fatalf("the client made %d round trips for a batch of 10 replays, want 1", trips.n.Load()-before)
+	}
+}
+
+// A record's Err matches the core's sentinel of its Kind, whichever step refused it.
+func TestRecordErrorsMatchTheCoreSentinels(t *testing.T) {
+	g, err := idem.New(testsupport.StartMiniredis(t).NewClient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, started := make(chan struct{}), make(chan struct{})
+	h := mustNew(t, g, func(_ context.Context, msg events.SQSMessage) (string, error) {
+		if msg.Body == "held" {
+			close(started)
+			<-hold
+		}
+		return "ok", nil
+	}, idemsqs.WithKey(func(msg events.SQSMessage) (string, error) {
+		if msg.Body == "no key" {
+			return "", errors.New("no id in the body")
+		}
+		return msg.Attributes["key"], nil
+	}))
+	ctx := context.Background()
+	msg := func(id, key, body string) events.SQSMessage {
+		return events.SQSMessage{MessageId: id, Body: body, Attributes: map[string]string{"key": key}}
+	}
+	h.Run(ctx, events.SQSEvent{Records: []events.SQSMessage{msg("m0", "done", "first")}})
+	go h.Run(ctx, events.SQSEvent{Records: []events.SQSMessage{msg("m1", "held", "held")}})
+	<-started
+	defer close(hold)
+	_, recs := h.Run(ctx, events.SQSEvent{Records: []events.SQSMessage{
+		msg("m2", "held", "held"), msg("m3", "done", "other body"), msg("m4", "", "no key"), msg("m5", "", "empty key"),
+	}})
+	for i, want := range []struct {
+		kind idem.Kind
+		err  error
+	}{{idem.InProgress, idem.ErrInProgress}, {idem.Mismatch, idem.ErrMismatch}, {idem.InvalidKey, idem.ErrInvalidKey}, {idem.InvalidKey, idem.ErrInvalidKey}} {
+		if r := recs[i]; r.Kind != want.kind || !errors.Is(r.Err, want.err) || !r.Retry {
+			t.Errorf("record %s: %s, %v, retry %v; want %s matching %v, retried", r.MessageID, r.Kind, r.Err, r.Retry, want.kind, want.err)
+		}
 	}
 }

@@ -39,6 +39,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idem/internal/config"
 	"github.com/idemlambda/idem/internal/obs"
 	"github.com/idemlambda/idem/internal/redisconn"
 	"github.com/idemlambda/idem/internal/redisguard"
@@ -106,7 +107,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	if err != nil {
 		return nil, err
 	}
-	idemOpts, err := idem.OptionsFromEnv(getenv, DefaultResultTTL)
+	idemOpts, err := config.IdemOptions(getenv, DefaultResultTTL)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -202,11 +203,12 @@ func (h *Handler) Close() error {
 
 // HandleSQS processes a batch of the sqs sink's messages and returns the records to deliver
 // again (the event source mapping must set FunctionResponseTypes: [ReportBatchItemFailures]).
-// It writes one log line per record. Its error is always nil.
+// It writes one log line per record. Its error is nil but for a handler it cannot build.
 func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	start := time.Now()
 	b := decodeBatch(ev.Records)
-	resp, recs := idemsqs.New(h.guard, func(ctx context.Context, msg events.SQSMessage) (struct{}, error) {
+	// Built per batch: the key and fingerprint functions read this batch's decoded messages.
+	sqsHandler, err := idemsqs.New(h.guard, func(ctx context.Context, msg events.SQSMessage) (struct{}, error) {
 		r := b.of(msg)
 		if r.err != nil {
 			return struct{}{}, r.err
@@ -216,7 +218,12 @@ func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQS
 		idemsqs.WithScope(Scope),
 		idemsqs.WithKey(b.key),
 		idemsqs.WithFingerprint(b.fingerprint),
-		idemsqs.WithConcurrency(h.concurrency)).Run(ctx, ev)
+		idemsqs.WithConcurrency(h.concurrency))
+	if err != nil {
+		// Cannot happen (New built the guard, Scope is valid); an error retries the batch.
+		return events.SQSEventResponse{}, fmt.Errorf("consumer: %w", err)
+	}
+	resp, recs := sqsHandler.Run(ctx, ev)
 	h.logRecords(ctx, b, recs, time.Since(start))
 	return resp, nil
 }

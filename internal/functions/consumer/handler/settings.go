@@ -12,7 +12,7 @@ import (
 )
 
 // Environment variables read by New. The Redis settings (REDIS_*) are those of
-// redisconn.SettingsFromEnv, the idempotency settings (IDEM_*) those of idem.OptionsFromEnv
+// redisconn.SettingsFromEnv, the idempotency settings (IDEM_*) those of config.IdemOptions
 // (IDEM_RESULT_TTL defaulting to DefaultResultTTL); LOG_LEVEL is obs.EnvLogLevel.
 const (
 	// EnvConcurrency bounds how many records of a batch are processed at once (records of one

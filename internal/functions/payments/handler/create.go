@@ -6,12 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/internal/apigw"
 	"github.com/idemlambda/idem/internal/ledger"
 	"github.com/idemlambda/idem/internal/obs"
+	"github.com/idemlambda/idem/internal/refusal"
 	"github.com/idemlambda/idem/pkg/idem"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 )
@@ -22,95 +27,203 @@ const StatusSucceeded = "succeeded"
 // HeaderReplayed marks a response that repeats the first response to the same key.
 const HeaderReplayed = idemhttp.HeaderReplayed
 
+// codeUnsupportedMediaType (415): a content-type other than application/json.
+const codeUnsupportedMediaType = "unsupported_media_type"
+
 // idAttempts bounds the payment ids drawn for one request when the ledger reports a collision.
 const idAttempts = 3
 
-// errKeyReused is the work's error when the ledger holds a payment for the scoped key made from
-// a different request: Redis had lost the record of the first request, the ledger had not.
+// errKeyReused is the ledger's answer when it holds a payment for the scoped key made from a
+// different request: Redis had lost the record of the first request, the ledger had not.
 var errKeyReused = errors.New("payments: idempotency key already used for a different request")
 
-// create serves POST /payments for principal, top to bottom: key, body, claim, work, respond.
+// createState is one POST /payments on its way through the middleware: what its hooks learn
+// (the caller, the scoped key, the parsed request), what the work found, and what the core
+// reported, for the work and for the log line.
+type createState struct {
+	principal string
+	scoped    string // principal and idempotency key, once the key is known
+	in        createRequest
+	fp        idem.Fingerprint
+
+	fromLedger bool  // the work found the payment already in the ledger
+	keyReused  bool  // the ledger holds a payment for this key made from another request
+	workErr    error // the ledger's error, when the payment could not be confirmed
+
+	observed bool // the request reached the core: out and err are what it reported
+	out      idem.Outcome
+	err      error
+}
+
+type stateKey struct{}
+
+func stateOf(ctx context.Context) *createState { return ctx.Value(stateKey{}).(*createState) }
+
+// newCreate returns the create path on guard: idemhttp's Idempotency-Key middleware (the key, its
+// caller, the body limit, the claim, the replay, the refusals) around the work, which writes the
+// payment to the ledger.
+func (h *Handler) newCreate(guard *idem.Guard) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	mw, err := idemhttp.New(guard, Scope,
+		idemhttp.WithHeader(HeaderIdempotencyKey),
+		idemhttp.WithMethods(http.MethodPost),
+		idemhttp.WithMaxBody(MaxBodyBytes),
+		// serve answered 401 already for a request without a principal.
+		idemhttp.WithCaller(func(ctx context.Context, _ *idemhttp.Request) (string, bool) {
+			return principalInKey(stateOf(ctx).principal), true
+		}),
+		idemhttp.WithFingerprint(h.parse),
+		idemhttp.WithStored(func(status int) bool { return status == http.StatusCreated }),
+		idemhttp.WithObserver(func(ctx context.Context, out idem.Outcome, err error) {
+			st := stateOf(ctx)
+			st.observed, st.out, st.err = true, out, err
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("payments: %w", err)
+	}
+	return idemhttp.HTTPAPI(mw, h.work), nil
+}
+
+// create serves POST /payments for principal, top to bottom: content type, then the middleware
+// (key, body, claim, work, respond), then the log line.
 func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, principal string) (events.APIGatewayV2HTTPResponse, obs.Request) {
-	key, err := idemhttp.ParseKey(apigw.Header(req.Headers, HeaderIdempotencyKey))
-	switch {
-	case errors.Is(err, idemhttp.ErrMissingKey):
-		return apigw.Error(400, idemhttp.CodeMissingKey, err.Error()), rejected(idemhttp.CodeMissingKey)
-	case err != nil:
-		return apigw.Error(400, idemhttp.CodeInvalidKey, err.Error()), rejected(idemhttp.CodeInvalidKey)
+	st := &createState{principal: principal}
+	if ct := apigw.Header(req.Headers, "content-type"); !jsonContentType(ct) {
+		rec := st.rejected(req, codeUnsupportedMediaType)
+		return apigw.Error(http.StatusUnsupportedMediaType, codeUnsupportedMediaType,
+			"content-type: must be application/json, got "+strconv.Quote(clip(ct, 64))), rec
 	}
-	scoped := scopedKey(principal, key)
-
-	body, err := apigw.Body(req, MaxBodyBytes)
-	switch {
-	case errors.Is(err, apigw.ErrBodyTooLarge):
-		return apigw.Error(413, "body_too_large", fmt.Sprintf("body: larger than %d bytes", MaxBodyBytes)),
-			rejectedKey(scoped, "body_too_large")
-	case err != nil:
-		return apigw.Error(400, "invalid_request", "body: not valid base64"), rejectedKey(scoped, "invalid_request")
-	}
-	in, err := parseCreateRequest(body, h.maxAmount)
-	if err != nil {
-		return apigw.Error(400, "invalid_request", err.Error()), rejectedKey(scoped, "invalid_request")
-	}
-	fp, err := in.fingerprint()
-	if err != nil {
-		return internalError(scoped, err)
-	}
-
-	var fromLedger bool // the work found the payment already in the ledger
-	out, err := h.guard.Do(ctx, idem.Key{Scope: Scope, ID: scoped}, fp, func(ctx context.Context) (idem.Result, error) {
-		p, existed, err := h.record(ctx, scoped, principal, in, fp)
-		if err != nil {
-			return idem.Result{}, err
+	// The route says POST (a route key may come without the request context's method).
+	req.RequestContext.HTTP.Method = http.MethodPost
+	resp, _ := h.createOnGuard(context.WithValue(ctx, stateKey{}, st), req) // the work never returns an error
+	if resp.Headers["content-type"] == "" {
+		// A result stored without headers (by an earlier version) is JSON all the same.
+		if resp.Headers == nil {
+			resp.Headers = map[string]string{}
 		}
-		fromLedger = existed
-		body, err := json.Marshal(p)
-		if err != nil {
-			return idem.Result{}, fmt.Errorf("payments: encode payment %s: %w", p.ID, err)
-		}
-		return idem.Result{Status: 201, Body: body}, nil
-	})
+		resp.Headers["content-type"] = "application/json"
+	}
+	return resp, st.record(req, resp)
+}
 
-	rec := obs.Request{ID: obs.KeyID(scoped), RoundTrips: out.RoundTrips, Err: err}
-	switch out.Kind {
+// parse is the middleware's fingerprint: it parses the body strictly (an error is 400
+// invalid_request, the message naming the field) and fingerprints its canonical form.
+func (h *Handler) parse(ctx context.Context, r *idemhttp.Request) (idem.Fingerprint, error) {
+	st := stateOf(ctx)
+	key, _ := idemhttp.ParseKey(r.Header.Get(HeaderIdempotencyKey)) // the middleware accepted it
+	st.scoped = scopedKey(st.principal, key)
+	in, err := parseCreateRequest(r.Body, h.maxAmount)
+	if err != nil {
+		return idem.Fingerprint{}, err
+	}
+	if st.fp, err = in.fingerprint(); err != nil {
+		return idem.Fingerprint{}, err
+	}
+	st.in = in
+	return st.fp, nil
+}
+
+// work is the guarded work: the payment written to the ledger, answered 201. A payment the
+// ledger already holds for the key is answered as a replay; one made from another request is
+// 422, and a ledger failure 500: neither is stored, so the claim is released.
+func (h *Handler) work(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	st := stateOf(ctx)
+	p, existed, err := h.record(ctx, st.scoped, st.principal, st.in, st.fp)
+	switch {
+	case errors.Is(err, errKeyReused):
+		st.keyReused = true
+		r, _ := refusal.Of(idem.Mismatch)
+		return apigw.Error(r.Status, r.Code, r.Message), nil
+	case err != nil:
+		st.workErr = err
+		return internalError(), nil
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		st.workErr = fmt.Errorf("payments: encode payment %s: %w", p.ID, err)
+		return internalError(), nil
+	}
+	if existed {
+		// The ledger kept what Redis lost: the first response again.
+		st.fromLedger = true
+		return apigw.Raw(http.StatusCreated, body, HeaderReplayed, "true"), nil
+	}
+	return apigw.Raw(http.StatusCreated, body), nil
+}
+
+// record is the log line of the request: what the core reported, or the refusal before it.
+func (st *createState) record(req events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) obs.Request {
+	if !st.observed {
+		var body apigw.ErrorBody
+		_ = json.Unmarshal([]byte(resp.Body), &body)
+		return st.rejected(req, body.Error.Code)
+	}
+	rec := obs.Request{ID: obs.KeyID(st.scoped), RoundTrips: st.out.RoundTrips, Err: st.err}
+	switch st.out.Kind {
 	case idem.Executed, idem.LockLost, idem.NotStored, idem.ExecutedUnguarded:
-		// The payment is in the ledger, whatever became of the Redis record: answer with it. A
-		// retry that finds no record in Redis finds the same payment in the ledger.
+		// The payment is in the ledger, whatever became of the Redis record: a retry that finds
+		// no record in Redis finds the same payment in the ledger.
 		rec.Outcome = obs.OutcomeExecuted
 		switch {
-		case out.Kind == idem.ExecutedUnguarded:
+		case st.fromLedger:
+			rec.Outcome, rec.Reason = obs.OutcomeReplayed, "ledger"
+		case st.out.Kind == idem.ExecutedUnguarded:
 			rec.Reason = "unguarded"
-		case out.Kind != idem.Executed:
+		case st.out.Kind != idem.Executed:
 			rec.Reason = "result_not_stored"
 		}
-		if fromLedger {
-			rec.Outcome, rec.Reason = obs.OutcomeReplayed, "ledger"
-			return apigw.Raw(out.Result.Status, out.Result.Body, HeaderReplayed, "true"), rec
-		}
-		return apigw.Raw(out.Result.Status, out.Result.Body), rec
 	case idem.Replayed:
 		rec.Outcome = obs.OutcomeReplayed
-		return replay(out.Result), rec
 	case idem.InProgress:
 		rec.Outcome, rec.Err = obs.OutcomeInProgress, nil
-		return refuse(out.Kind), rec
 	case idem.Mismatch:
 		rec.Outcome, rec.Err = obs.OutcomeMismatch, nil
-		return refuse(out.Kind), rec
 	case idem.Unavailable:
 		rec.Outcome, rec.Reason = obs.OutcomeError, "store_unavailable"
-		return refuse(out.Kind), rec
 	case idem.InvalidKey:
 		rec.Outcome, rec.Reason = obs.OutcomeRejected, "invalid_idempotency_key"
-		return refuse(out.Kind), rec
+	default: // Failed
+		switch {
+		case st.keyReused:
+			rec.Outcome, rec.Reason, rec.Err = obs.OutcomeMismatch, "ledger", nil
+		default:
+			rec.Outcome, rec.Reason = obs.OutcomeError, "work_failed"
+			if st.workErr != nil {
+				rec.Err = st.workErr
+			}
+		}
 	}
-	if errors.Is(err, errKeyReused) {
-		rec.Outcome, rec.Reason, rec.Err = obs.OutcomeMismatch, "ledger", nil
-		return refuse(idem.Mismatch), rec
+	return rec
+}
+
+// rejected is the log record of a request refused before the core: with the scoped key's id
+// once the key is usable.
+func (st *createState) rejected(req events.APIGatewayV2HTTPRequest, reason string) obs.Request {
+	r := rejected(reason)
+	if st.scoped == "" {
+		if key, err := idemhttp.ParseKey(apigw.Header(req.Headers, HeaderIdempotencyKey)); err == nil {
+			st.scoped = scopedKey(st.principal, key)
+		}
 	}
-	resp, rec2 := internalError(scoped, err)
-	rec2.RoundTrips = out.RoundTrips
-	return resp, rec2
+	if st.scoped != "" {
+		r.ID = obs.KeyID(st.scoped)
+	}
+	return r
+}
+
+// jsonContentType reports whether a request's content-type lets its body be read as JSON:
+// application/json, case-insensitively, with any parameters but a charset other than UTF-8.
+// A request without a content-type is read as JSON too: its body is still parsed strictly, and
+// no browser form can send one without it (a form's text/plain or urlencoded body is refused).
+func jsonContentType(v string) bool {
+	if strings.TrimSpace(v) == "" {
+		return true
+	}
+	mt, params, err := mime.ParseMediaType(v)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
 }
 
 // record writes the payment for scoped to the ledger, or returns the one already there
@@ -143,32 +256,6 @@ func (h *Handler) record(ctx context.Context, scoped, principal string, in creat
 	}
 }
 
-// replay returns a stored result again, marked as a replay.
-func replay(r idem.Result) events.APIGatewayV2HTTPResponse {
-	headers := make([]string, 0, 2*len(r.Headers)+2)
-	for name, value := range r.Headers {
-		headers = append(headers, name, value)
-	}
-	return apigw.Raw(r.Status, r.Body, append(headers, HeaderReplayed, "true")...)
-}
-
-// refuse answers an outcome in which no payment is sent (in progress, key reused, Redis
-// unreachable, unusable key) the way every HTTP front of the core does: idemhttp.Refuse's
-// status, code and retry-after policy.
-func refuse(k idem.Kind) events.APIGatewayV2HTTPResponse {
-	r, _ := idemhttp.Refuse(k)
-	return apigw.Error(r.Status, r.Code, r.Message, r.Header()...)
-}
-
-func internalError(scoped string, err error) (events.APIGatewayV2HTTPResponse, obs.Request) {
-	return apigw.Error(500, "internal_error",
-			"the payment could not be confirmed; retry with the same idempotency key"),
-		obs.Request{ID: obs.KeyID(scoped), Outcome: obs.OutcomeError, Reason: "work_failed", Err: err}
-}
-
-// rejectedKey is the log record of a request refused before any work, once its key is known.
-func rejectedKey(scoped, reason string) obs.Request {
-	r := rejected(reason)
-	r.ID = obs.KeyID(scoped)
-	return r
+func internalError() events.APIGatewayV2HTTPResponse {
+	return apigw.Error(500, refusal.CodeInternal, "the payment could not be confirmed; retry with the same idempotency key")
 }

@@ -9,8 +9,14 @@
 // makes the guarantee hold when Redis loses a record (failover, eviction, flush): the retry finds
 // the payment already written and answers with it.
 //
+// POST /payments goes through idemhttp's Idempotency-Key middleware (pkg/idem/idemhttp), the
+// same contract any Go HTTP API gets from the library, with the caller's principal as its
+// caller and the ledger write as its work.
+//
 // The body of POST /payments is {"amount", "currency", "description"?, "metadata"?}, parsed
-// strictly (see parseCreateRequest); its content-type is not checked. description and metadata
+// strictly (see parseCreateRequest). Its content-type must be application/json (parameters
+// allowed, a charset only utf-8) or absent (read as JSON: no browser form can send a body
+// without one), else 415 unsupported_media_type before any Redis command. description and metadata
 // are validated and count in the fingerprint, so reusing a key with other ones is a mismatch,
 // but they are not part of the payment: ledger.Payment has no place for them yet.
 //
@@ -25,9 +31,11 @@
 //	                                also when Redis had lost the record and the ledger had not
 //	  400 missing_idempotency_key   no idempotency-key header
 //	  400 invalid_idempotency_key   not 1-255 printable ASCII characters, bare or quoted
-//	  400 invalid_request           body invalid; the message names the field
+//	  400 invalid_request           body invalid; the message names the field (or the JSON
+//	                                syntax error and its byte offset)
 //	  409 idempotency_key_in_use    the first request with this key is still running; retry-after
 //	  413 body_too_large            body over MaxBodyBytes
+//	  415 unsupported_media_type    a content-type other than application/json
 //	  422 idempotency_key_reused    the key was used with a different body
 //	  500 internal_error            the payment could not be confirmed; nothing cached, retry
 //	  503 store_unavailable         Redis unreachable; nothing was written; retry-after
@@ -113,6 +121,8 @@ type Handler struct {
 	// prime is the guard Prime's synthetic request runs on: the same client and settings as
 	// guard, but a result that expires after a millisecond.
 	prime *idem.Guard
+	// createOnGuard is POST /payments through idemhttp's middleware on guard (see newCreate).
+	createOnGuard func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 }
 
 // Option changes what New builds.
@@ -251,6 +261,9 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	}
 	if h.prime, err = idem.New(client, append(rc.GuardOptions, idem.WithResultTTL(time.Millisecond))...); err != nil {
 		return nil, fmt.Errorf("payments: %w", errors.Join(err, h.conn.Close()))
+	}
+	if h.createOnGuard, err = h.newCreate(h.guard); err != nil {
+		return nil, errors.Join(err, h.conn.Close())
 	}
 	if o.ledger == nil && s.ledger == LedgerMemory && s.insideLambda {
 		h.logger.Warn("payments are kept in this execution environment's memory only",

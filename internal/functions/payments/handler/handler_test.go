@@ -426,3 +426,32 @@ func TestTheFunctionDimensionIsTheDeployedFunctionsName(t *testing.T) {
 		t.Errorf("outside Lambda the function is %q, want %q", handler.Function(env{}.get), handler.FunctionName)
 	}
 }
+
+// A body that is not declared JSON is refused before any Redis command or ledger write; a
+// request without a content-type is read as JSON.
+func TestNonJSONContentTypeGets415(t *testing.T) {
+	t.Parallel()
+	spy := newSpyLedger(ledger.NewMemory())
+	h := newHandler(t, sharedEnv(t), handler.WithLedger(spy))
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "application/json; charset=iso-8859-1"} {
+		req := post(t, "ct-"+ct, body1999EUR)
+		req.Headers["content-type"] = ct
+		wantError(t, do(t, h, req), 415, "unsupported_media_type")
+	}
+	spy.wantWritten(t, 0)
+	req := post(t, "ct-none", body1999EUR)
+	delete(req.Headers, "content-type")
+	wantCreated(t, do(t, h, req), false)
+	req = post(t, "ct-params", body1999EUR)
+	req.Headers["content-type"] = "application/json; charset=UTF-8"
+	wantCreated(t, do(t, h, req), false)
+}
+
+func TestLeadingZeroAmountIsASyntaxError(t *testing.T) {
+	t.Parallel()
+	h := newHandler(t, sharedEnv(t))
+	msg := wantError(t, do(t, h, post(t, "zero-1", `{"amount":012,"currency":"EUR"}`)), 400, "invalid_request")
+	if !strings.Contains(msg, "not valid JSON") || strings.Contains(msg, "greater than 0") {
+		t.Fatalf("message %q; want the syntax error", msg)
+	}
+}

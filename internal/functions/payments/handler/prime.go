@@ -32,6 +32,10 @@ func (h *Handler) Prime(ctx context.Context) error {
 	p := *h
 	p.guard, p.ledger, p.auth = h.prime, ledger.NewMemory(), AuthNone
 	p.logger = slog.New(slog.DiscardHandler)
+	var err error
+	if p.createOnGuard, err = p.newCreate(h.prime); err != nil {
+		return fmt.Errorf("payments: prime: %w", err)
+	}
 	resp, _ := p.Handle(ctx, events.APIGatewayV2HTTPRequest{
 		RouteKey: RouteCreate,
 		Headers:  map[string]string{"content-type": "application/json", HeaderIdempotencyKey: "prime-" + rand.Text()},

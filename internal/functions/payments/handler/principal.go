@@ -63,12 +63,18 @@ func principalOf(req events.APIGatewayV2HTTPRequest, mode string) (principal str
 // caller's idempotency key joined unambiguously to its principal, so that one caller can never
 // reach another's record.
 func scopedKey(principal, key string) string {
-	part := principal
-	if len(part) > maxPrincipalInKey || !printable(part) {
+	return idem.JoinID(principalInKey(principal), key)
+}
+
+// principalInKey is how principal is written into a scoped key: as is, or its SHA-256 when it is
+// long or holds control characters. It is the caller idemhttp joins to the idempotency key, so
+// the core's key is exactly scopedKey.
+func principalInKey(principal string) string {
+	if len(principal) > maxPrincipalInKey || !printable(principal) {
 		sum := sha256.Sum256([]byte(principal))
-		part = "sha256:" + hex.EncodeToString(sum[:])
+		return "sha256:" + hex.EncodeToString(sum[:])
 	}
-	return idem.JoinID(part, key)
+	return principal
 }
 
 func printable(s string) bool {

@@ -82,6 +82,12 @@ func parseCreateRequest(body []byte, maxAmount int64) (createRequest, error) {
 	if !utf8.Valid(body) {
 		return r, fieldError("body", "not valid UTF-8")
 	}
+	// The whole body first: a token stream reads {"amount":012} as the number 0 before it
+	// meets the 1, and would answer "must be greater than 0" for a syntax error.
+	if !json.Valid(body) {
+		var v json.RawMessage
+		return r, syntaxError(json.Unmarshal(body, &v))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := expectDelim(dec, '{', "body", "a JSON object"); err != nil {

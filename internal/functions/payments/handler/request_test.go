@@ -181,3 +181,33 @@ func FuzzParseCreateRequest(f *testing.F) {
 		}
 	})
 }
+
+// A number with a leading zero is a JSON syntax error, and the answer says so: the token
+// stream alone would read it as the amount 0 and answer "must be greater than 0".
+func TestLeadingZeroIsASyntaxErrorNamedAsSuch(t *testing.T) {
+	_, err := parseCreateRequest([]byte(`{"amount":012,"currency":"EUR"}`), DefaultMaxAmount)
+	if err == nil || !strings.HasPrefix(err.Error(), "body: not valid JSON at byte 12: invalid character '1'") {
+		t.Fatalf("error %v; want a syntax error at byte 12 naming the character", err)
+	}
+}
+
+func TestJSONContentTypes(t *testing.T) {
+	for v, want := range map[string]bool{
+		"":                                  true,
+		"application/json":                  true,
+		"Application/JSON":                  true,
+		"application/json; charset=utf-8":   true,
+		"application/json;charset=UTF-8":    true,
+		"application/json; v=1":             true,
+		"application/json; charset=latin1":  false,
+		"text/plain":                        false,
+		"application/x-www-form-urlencoded": false,
+		"multipart/form-data; boundary=x":   false,
+		"application/jsonx":                 false,
+		"application/json;;":                false,
+	} {
+		if got := jsonContentType(v); got != want {
+			t.Errorf("jsonContentType(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

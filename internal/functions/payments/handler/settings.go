@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	idemconfig "github.com/idemlambda/idem/internal/config"
 	"github.com/idemlambda/idem/internal/ledger"
 	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/pkg/idem"
@@ -153,7 +154,7 @@ const authModes = AuthIAM + ", " + AuthJWT + ", " + AuthLambda + ", " + AuthNone
 
 // guardOptionsFromEnv reads the core's settings; its *setting.Error names the variable at fault.
 func guardOptionsFromEnv(getenv func(string) string) ([]idem.Option, error) {
-	opts, err := idem.OptionsFromEnv(getenv, DefaultResultTTL)
+	opts, err := idemconfig.IdemOptions(getenv, DefaultResultTTL)
 	if err != nil {
 		return nil, fmt.Errorf("payments: %w", err)
 	}

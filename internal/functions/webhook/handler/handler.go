@@ -64,9 +64,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/idemlambda/idem/internal/apigw"
+	idemconfig "github.com/idemlambda/idem/internal/config"
 	"github.com/idemlambda/idem/internal/obs"
 	"github.com/idemlambda/idem/internal/redisconn"
 	"github.com/idemlambda/idem/internal/redisguard"
+	"github.com/idemlambda/idem/internal/refusal"
 	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/internal/sink"
 	"github.com/idemlambda/idem/pkg/idem"
@@ -180,7 +182,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	if err != nil {
 		return nil, providerError(err, secretVar)
 	}
-	idemOpts, err := idem.OptionsFromEnv(getenv, verifier.DefaultResultTTL())
+	idemOpts, err := idemconfig.IdemOptions(getenv, verifier.DefaultResultTTL())
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
@@ -380,9 +382,9 @@ func respond(out idem.Outcome, err error) (events.APIGatewayV2HTTPResponse, obs.
 }
 
 // refuse answers an outcome that sends no response of the work with the status and retry-after
-// every HTTP front of the core gives it (idemhttp.Refuse), in this function's own codes.
+// every HTTP front of the core gives it (refusal.Of), in this function's own codes.
 func refuse(k idem.Kind, code, message string) events.APIGatewayV2HTTPResponse {
-	r, _ := idemhttp.Refuse(k)
+	r, _ := refusal.Of(k)
 	return apigw.Error(r.Status, code, message, r.Header()...)
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // Environment variables read by New. The Redis settings (REDIS_*) are those of
-// redisconn.SettingsFromEnv, the idempotency settings (IDEM_*) those of idem.OptionsFromEnv,
+// redisconn.SettingsFromEnv, the idempotency settings (IDEM_*) those of config.IdemOptions,
 // and the sink settings (WEBHOOK_SINK, WEBHOOK_QUEUE_URL, WEBHOOK_EVENT_BUS, ...) those of
 // sink.FromEnv; LOG_LEVEL is obs.EnvLogLevel.
 const (

@@ -1,17 +1,16 @@
-package idemhttp
+// Package refusal is the one mapping from the idempotency core's outcomes to HTTP answers: the
+// outcomes in which no response of the work is sent (in progress, payload mismatch, store
+// unavailable, invalid key) become a status, a stable code and a retry-after. idemhttp answers
+// with it, and so do the functions (the payments API through idemhttp, the webhook function in
+// its own codes), so every HTTP front of the core gives one outcome one status.
+package refusal
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/idemlambda/idem/internal/apigw"
 	"github.com/idemlambda/idem/pkg/idem"
 )
-
-// HeaderReplayed is set to "true" on a response that repeats the first response to the same
-// key. It is written lower-case, as API Gateway HTTP APIs deliver header names; net/http
-// writes it as Idempotent-Replayed, the same header.
-const HeaderReplayed = "idempotent-replayed"
 
 // RetryAfter is the retry-after of every 409 (in progress) and 503 (store unavailable) answer.
 //
@@ -23,16 +22,17 @@ const HeaderReplayed = "idempotent-replayed"
 // Webhook senders ignore the header and follow their own schedules, so only API clients see it.
 const RetryAfter = time.Second
 
-// Machine codes of the answers this package writes, stable across releases.
+// Machine codes of the Idempotency-Key answers (idemhttp and the payments API), stable across
+// releases.
 const (
 	// CodeMissingKey (400): no key header, or a blank one.
 	CodeMissingKey = "missing_idempotency_key"
-	// CodeInvalidKey (400): a key ParseKey refuses.
+	// CodeInvalidKey (400): a key idemhttp.ParseKey refuses, or one the core refuses.
 	CodeInvalidKey = "invalid_idempotency_key"
 	// CodeInvalidRequest (400): a body that is not valid base64, or that the fingerprint
 	// function refuses.
 	CodeInvalidRequest = "invalid_request"
-	// CodeUnauthenticated (401): the WithCaller hook names no caller.
+	// CodeUnauthenticated (401): no caller identity.
 	CodeUnauthenticated = "unauthenticated"
 	// CodeInProgress (409): the first request with this key is still running.
 	CodeInProgress = "idempotency_key_in_use"
@@ -56,8 +56,8 @@ type Refusal struct {
 	RetryAfter time.Duration
 }
 
-// Refuse maps the outcomes of idem.Guard.Do in which no response of the work is sent to their
-// answer, the one table every HTTP front of the core uses:
+// Of maps the outcomes of idem.Guard.Do in which no response of the work is sent to their
+// answer:
 //
 //	InProgress   409 idempotency_key_in_use   retry-after: RetryAfter
 //	Mismatch     422 idempotency_key_reused
@@ -66,9 +66,9 @@ type Refusal struct {
 //
 // ok is false for the other Kinds: Executed, Replayed, LockLost, NotStored and
 // ExecutedUnguarded carry a response (Outcome.Result), and Failed is the caller's to answer
-// (its work failed in its own way). A caller with its own vocabulary may change Code and
-// Message; Status and RetryAfter are the policy.
-func Refuse(k idem.Kind) (r Refusal, ok bool) {
+// (its work failed in its own way). A caller with its own vocabulary (the webhook function)
+// may change Code and Message; Status and RetryAfter are the policy.
+func Of(k idem.Kind) (r Refusal, ok bool) {
 	switch k {
 	case idem.InProgress:
 		return Refusal{Status: 409, Code: CodeInProgress, RetryAfter: RetryAfter,
@@ -92,19 +92,4 @@ func (r Refusal) Header() []string {
 		return nil
 	}
 	return []string{"retry-after", apigw.RetryAfter(r.RetryAfter)}
-}
-
-// Response returns the refusal as a JSON error response: {"error": {"code", "message"}},
-// content-type application/json, and its retry-after.
-func (r Refusal) Response() Response {
-	h := map[string][]string{"content-type": {"application/json"}}
-	if pairs := r.Header(); pairs != nil {
-		h[pairs[0]] = []string{pairs[1]}
-	}
-	return Response{Status: r.Status, Header: h, Body: errorBody(r.Code, r.Message)}
-}
-
-func errorBody(code, message string) []byte {
-	b, _ := json.Marshal(apigw.ErrorBody{Error: apigw.ErrorDetail{Code: code, Message: message}})
-	return b
 }

@@ -1,4 +1,4 @@
-package idem
+package config
 
 import (
 	"fmt"
@@ -6,28 +6,29 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/internal/setting"
+	"github.com/idemlambda/idem/pkg/idem"
 )
 
-// OptionsFromEnv reads the core's settings through getenv: IDEM_KEY_PREFIX (default "idem"),
+// IdemOptions reads the core's settings through getenv: IDEM_KEY_PREFIX (default "idem"),
 // IDEM_RESULT_TTL (Go duration, default resultTTL, the calling function's own default),
 // IDEM_LOCK_TTL (Go duration, default derived from the invocation deadline) and IDEM_FAIL_OPEN
 // (true: run the work unguarded when Redis is unreachable; default false, fail closed). A
 // malformed value is a *setting.Error naming the variable.
-func OptionsFromEnv(getenv func(string) string, resultTTL time.Duration) ([]Option, error) {
+func IdemOptions(getenv func(string) string, resultTTL time.Duration) ([]idem.Option, error) {
 	if resultTTL <= 0 {
-		return nil, fmt.Errorf("idem: default result TTL %s is not positive", resultTTL)
+		return nil, fmt.Errorf("config: default result TTL %s is not positive", resultTTL)
 	}
-	opts := []Option{WithResultTTL(resultTTL)}
+	opts := []idem.Option{idem.WithResultTTL(resultTTL)}
 	if p := getenv("IDEM_KEY_PREFIX"); p != "" {
-		if err := (options{prefix: p}).validatePrefix(); err != nil {
+		if err := checkPrefix(p); err != nil {
 			return nil, setting.Errorf("IDEM_KEY_PREFIX", "%v", err)
 		}
-		opts = append(opts, WithPrefix(p))
+		opts = append(opts, idem.WithPrefix(p))
 	}
 	for _, v := range []struct {
 		name string
-		opt  func(time.Duration) Option
-	}{{"IDEM_RESULT_TTL", WithResultTTL}, {"IDEM_LOCK_TTL", WithLockTTL}} {
+		opt  func(time.Duration) idem.Option
+	}{{"IDEM_RESULT_TTL", idem.WithResultTTL}, {"IDEM_LOCK_TTL", idem.WithLockTTL}} {
 		s := getenv(v.name)
 		if s == "" {
 			continue
@@ -43,7 +44,18 @@ func OptionsFromEnv(getenv func(string) string, resultTTL time.Duration) ([]Opti
 		if err != nil {
 			return nil, setting.Errorf("IDEM_FAIL_OPEN", "%q is not true or false", s)
 		}
-		opts = append(opts, WithFailOpen(on))
+		opts = append(opts, idem.WithFailOpen(on))
 	}
 	return opts, nil
+}
+
+// checkPrefix refuses what idem.New refuses in a prefix (a space, a control character, a brace,
+// which would break the key's hash tag), here so that the error names the variable.
+func checkPrefix(p string) error {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c == '{' || c == '}' || c == 0x7f {
+			return fmt.Errorf("%q holds a space, control character or brace", p)
+		}
+	}
+	return nil
 }
