@@ -392,7 +392,7 @@ func respond(out idem.Outcome, err error) (events.APIGatewayV2HTTPResponse, obs.
 			// sender retry until it disables the endpoint. The claim is released, so the event
 			// delivered again once WEBHOOK_PAYLOAD_BUCKET is set goes through.
 			return apigw.Error(http.StatusRequestEntityTooLarge, codeEventTooLarge,
-				"the event exceeds the queue's or event bus's message limit and no payload bucket is configured"),
+					"the event exceeds the queue's or event bus's message limit and no payload bucket is configured"),
 				obs.Request{Outcome: obs.OutcomeError, Reason: codeEventTooLarge, Err: err}
 		}
 		return apigw.Error(http.StatusInternalServerError, codeProcessingFailed, "the event could not be forwarded; retry later"),
