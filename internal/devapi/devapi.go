@@ -14,7 +14,9 @@
 //   - webhook functions accept their provider's development secret (DevSecret), and any
 //     secret Config.Secrets adds for the provider; their sink is the sqs sink sending to an
 //     in-process FIFO queue that feeds the template's consumer function, as the queue's event
-//     source does in AWS (sink log when the template has no consumer function);
+//     source does in AWS (sink log when the template has no consumer function); an event too
+//     large for one message goes to an in-process payload store (API.Payloads) that stands in
+//     for the S3 bucket of WEBHOOK_PAYLOAD_BUCKET, for the webhook functions and the consumer;
 //   - the payments function uses the in-memory ledger, behind a stand-in for the authorizer that
 //     PAYMENTS_AUTH names, which takes the caller from HeaderPrincipal (see emulateAuthorizer);
 //   - variables that name AWS resources (secret ARNs, queue URL, event bus, table) are unset.
@@ -89,6 +91,9 @@ type Config struct {
 	// Secrets are signing secrets a provider's function accepts besides its development
 	// secret, keyed by provider: the whsec_ secret `stripe listen` prints, for example.
 	Secrets map[string][]string
+	// Process is the consumer function's work on each forwarded event. Default
+	// consumerhandler.LogProcess: one log line per event.
+	Process consumerhandler.Process
 }
 
 // Function is one function of the template as the local API runs it.
@@ -107,16 +112,22 @@ type API struct {
 	Functions []Function
 	// Redis is the client every function shares.
 	Redis *redisconn.Conn
+	// Payloads stands in for the payload bucket: the webhook functions keep there the events
+	// too large for one message, and the consumer reads them back.
+	Payloads *sink.MemoryStore
 
 	embedded *miniredis.Miniredis // nil with REDIS_URL
 	gateway  *gateway.Gateway
 	closers  []func() error
 }
 
+// localPayloadBucket is the Bucket of the in-process payload store.
+const localPayloadBucket = "local-payloads"
+
 // deployOnly are variables that name AWS resources, or configure the Redis client that is
 // replaced by the shared one: a local run never takes them from the template.
 var deployOnly = []string{
-	webhookhandler.EnvSecretARN, "WEBHOOK_QUEUE_URL", "WEBHOOK_EVENT_BUS", paymentshandler.EnvTable,
+	webhookhandler.EnvSecretARN, "WEBHOOK_QUEUE_URL", "WEBHOOK_EVENT_BUS", sink.EnvPayloadBucket, paymentshandler.EnvTable,
 	redisconn.EnvURL, redisconn.EnvCluster, redisconn.EnvAuthSecretARN, redisconn.EnvIAMAuth,
 	redisconn.EnvCacheName, redisconn.EnvServerless,
 }
@@ -145,7 +156,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devapi: %w", err)
 	}
-	a := &API{Template: t}
+	a := &API{Template: t, Payloads: sink.NewMemoryStore(localPayloadBucket)}
 
 	if err := a.openRedis(ctx, cfg.Getenv); err != nil {
 		return nil, err
@@ -175,8 +186,9 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 			opts := []webhookhandler.Option{webhookhandler.WithRedis(a.Redis.Client), webhookhandler.WithLogOutput(cfg.LogOutput)}
 			if queue != nil && cfg.Getenv(sink.EnvSink) == "" {
 				local[sink.EnvSink] = "sqs"
-				opts = append(opts, webhookhandler.WithSink(sink.NewSQS(queue, localQueueURL)))
+				opts = append(opts, webhookhandler.WithSink(sink.NewSQS(queue, localQueueURL, sink.WithPayloadStore(a.Payloads))))
 			}
+			opts = append(opts, webhookhandler.WithPayloadStore(a.Payloads))
 			wh, err := webhookhandler.New(ctx, getenv, opts...)
 			if err != nil {
 				_ = a.Close()
@@ -278,8 +290,12 @@ func (a *API) startConsumer(ctx context.Context, t *samtemplate.Template, cfg Co
 			continue
 		}
 		local, fixed := localEnv(f, cfg.Secrets)
-		h, err := consumerhandler.New(ctx, envOf(cfg, local, fixed),
-			consumerhandler.WithRedis(a.Redis.Client), consumerhandler.WithLogOutput(cfg.LogOutput))
+		opts := []consumerhandler.Option{consumerhandler.WithRedis(a.Redis.Client), consumerhandler.WithLogOutput(cfg.LogOutput),
+			consumerhandler.WithPayloadStore(a.Payloads)}
+		if cfg.Process != nil {
+			opts = append(opts, consumerhandler.WithProcess(cfg.Process))
+		}
+		h, err := consumerhandler.New(ctx, envOf(cfg, local, fixed), opts...)
 		if err != nil {
 			return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)
 		}
