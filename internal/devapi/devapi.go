@@ -30,6 +30,7 @@ package devapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,7 @@ import (
 	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/internal/sink"
+	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 // DefaultTemplate is the template served when Config.Template is empty.
@@ -156,6 +158,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devapi: %w", err)
 	}
+	addHMACFunction(t, cfg.Getenv)
 	a := &API{Template: t, Payloads: sink.NewMemoryStore(localPayloadBucket)}
 
 	if err := a.openRedis(ctx, cfg.Getenv); err != nil {
@@ -229,6 +232,36 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		return nil, fmt.Errorf("devapi: %w", err)
 	}
 	return a, nil
+}
+
+// HMACFunction is the logical ID of the webhook function addHMACFunction adds.
+const HMACFunction = "WebhookHmacFunction"
+
+// addHMACFunction adds a webhook function for the configurable HMAC preset on POST
+// /webhooks/hmac, with the settings of the process environment, when that describes one
+// (webhook.HMACHeaderSetting is set) and the template has no such function. The template
+// deploys named presets; a local run is where the settings of another sender are tried. The
+// function is a copy of the template's first webhook function (its timeout, its environment
+// and its API) with WEBHOOK_PROVIDER=hmac.
+func addHMACFunction(t *samtemplate.Template, getenv func(string) string) {
+	if strings.TrimSpace(getenv(webhook.HMACHeaderSetting)) == "" {
+		return
+	}
+	if _, ok := t.WebhookFunction(webhook.HMACPresetName); ok {
+		return
+	}
+	i := slices.IndexFunc(t.Functions, func(f samtemplate.Function) bool { return f.Code == samtemplate.Webhook && len(f.Routes) > 0 })
+	if i < 0 {
+		return
+	}
+	f := t.Functions[i]
+	f.LogicalID, f.Env = HMACFunction, maps.Clone(f.Env)
+	f.Env[webhookhandler.EnvProvider] = webhook.HMACPresetName
+	route := f.Routes[0]
+	route.Path, route.Function = "/webhooks/"+webhook.HMACPresetName, f.LogicalID
+	f.Routes = []samtemplate.Route{route}
+	t.Functions = append(t.Functions, f)
+	slices.SortFunc(t.Functions, func(a, b samtemplate.Function) int { return strings.Compare(a.LogicalID, b.LogicalID) })
 }
 
 // ErrUnknownProvider is wrapped by the error of New and ResolveParameters for a member of
@@ -331,6 +364,9 @@ func (a *API) openRedis(ctx context.Context, getenv func(string) string) error {
 			}
 		}
 		m := miniredis.NewMiniRedis()
+		// Without it the embedded server's TTLs only run down when a test fast-forwards them,
+		// and no record of a local run would ever expire (IDEM_RESULT_TTL, IDEM_LOCK_TTL).
+		m.ClockTTL(true)
 		if err := m.Start(); err != nil {
 			return fmt.Errorf("devapi: start the embedded Redis: %w", err)
 		}
@@ -376,8 +412,27 @@ func localEnv(f samtemplate.Function, extra map[string][]string) (local, fixed m
 	return local, fixed
 }
 
-// ServeHTTP serves one request as API Gateway would, by invoking the route's function.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.gateway.ServeHTTP(w, r) }
+// RoutesPath is where the development API answers GET with the webhook routes it serves, as
+// JSON {"providers": ["github", ...]}: how the sender learns which of the template's routes
+// a running local API serves. API Gateway has no such route; a deployed API answers 404.
+const RoutesPath = "/_localapi/routes"
+
+// Served is RoutesPath's answer.
+type Served struct {
+	// Providers are the webhook providers served, sorted (API.Providers).
+	Providers []string `json:"providers"`
+}
+
+// ServeHTTP serves one request as API Gateway would, by invoking the route's function, and
+// RoutesPath.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == RoutesPath && r.Method == http.MethodGet {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(Served{Providers: a.Providers()})
+		return
+	}
+	a.gateway.ServeHTTP(w, r)
+}
 
 // Function returns the function called logicalID, or false.
 func (a *API) Function(logicalID string) (Function, bool) {
