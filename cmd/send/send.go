@@ -32,7 +32,7 @@ type options struct {
 	providers string
 	// served are the providers the API at url says it serves (devapi.RoutesPath), or nil when it
 	// says nothing: a deployed API.
-	served []string
+	served    []string
 	url       string
 	n         int
 	secret    string

@@ -13,7 +13,6 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-
 // startLocalAPI serves the routes of the project's template in-process, on the embedded Redis.
 func startLocalAPI(t *testing.T) string {
 	t.Helper()
