@@ -191,7 +191,6 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 				local[sink.EnvSink] = "sqs"
 				opts = append(opts, webhookhandler.WithSink(sink.NewSQS(queue, localQueueURL, sink.WithPayloadStore(a.Payloads))))
 			}
-			opts = append(opts, webhookhandler.WithPayloadStore(a.Payloads))
 			wh, err := webhookhandler.New(ctx, getenv, opts...)
 			if err != nil {
 				_ = a.Close()
