@@ -9,8 +9,9 @@
 //   - one Redis client, shared by every function and handed to each handler: the Redis at
 //     REDIS_URL (with REDIS_CLUSTER and the other REDIS_* variables of the process
 //     environment), or, when REDIS_URL is unset, an embedded miniredis that New starts in this
-//     process. Only this development API starts one: the functions' own code never does, so
-//     no deployed bootstrap links a test server;
+//     process, whose TTLs run on the wall clock, so records expire as in Redis. Only this
+//     development API starts one: the functions' own code never does, so no deployed bootstrap
+//     links a test server;
 //   - webhook functions accept their provider's development secret (DevSecret), and any
 //     secret Config.Secrets adds for the provider; their sink is the sqs sink sending to an
 //     in-process FIFO queue that feeds the template's consumer function, as the queue's event
@@ -19,7 +20,12 @@
 //     for the S3 bucket of WEBHOOK_PAYLOAD_BUCKET, for the webhook functions and the consumer;
 //   - the payments function uses the in-memory ledger, behind a stand-in for the authorizer that
 //     PAYMENTS_AUTH names, which takes the caller from HeaderPrincipal (see emulateAuthorizer);
-//   - variables that name AWS resources (secret ARNs, queue URL, event bus, table) are unset.
+//   - variables that name AWS resources (secret ARNs, queue URL, event bus, payload bucket,
+//     table) are unset;
+//   - with WEBHOOK_HMAC_HEADER (and the other WEBHOOK_HMAC_* settings) in the process
+//     environment, a webhook function for the hmac preset is added on POST /webhooks/hmac.
+//
+// Besides the template's routes it answers GET RoutesPath with the webhook providers served.
 //
 // Variables set in the process environment take precedence over the template and these local
 // defaults (LOG_LEVEL=debug, IDEM_RESULT_TTL=1m, WEBHOOK_SINK=sqs with WEBHOOK_QUEUE_URL and
