@@ -3,6 +3,7 @@ package handler_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/idemlambda/idem/internal/functions/consumer/handler"
 	"github.com/idemlambda/idem/internal/sink"
@@ -131,5 +135,40 @@ func TestAReferenceThatCannotBeReadIsDeliveredAgain(t *testing.T) {
 	if resp, _ := newHandler(t, prefix, out, process, handler.WithPayloadStore(store)).HandleSQS(context.Background(),
 		events.SQSEvent{Records: msgs}); len(resp.BatchItemFailures) != 0 || ran != 1 {
 		t.Errorf("with the store: failures %v, ran %d", resp.BatchItemFailures, ran)
+	}
+}
+
+// putEntries keeps the entries an EventBridge sink puts, and answers each as accepted.
+type putEntries struct {
+	entries []ebtypes.PutEventsRequestEntry
+}
+
+func (p *putEntries) PutEvents(_ context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	p.entries = append(p.entries, in.Entries...)
+	return &eventbridge.PutEventsOutput{}, nil
+}
+
+func TestALargeEventBridgeEntryIsResolvedToo(t *testing.T) {
+	store := sink.NewMemoryStore("idem-payloads-test")
+	bus := &putEntries{}
+	e := largeGitHubEvent("sha256:"+strings.Repeat("4c", 32), 1<<20)
+	if err := sink.NewEventBridge(bus, "webhooks", sink.WithEventBridgePayloadStore(store)).Send(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	detail := aws.ToString(bus.entries[0].Detail)
+	if len(detail) > sink.EventBridgeMaxEntryBytes || !strings.Contains(detail, `"payload_ref"`) {
+		t.Fatalf("detail of %d bytes", len(detail))
+	}
+	var got []byte
+	out := &testsupport.Buffer{}
+	h := newHandler(t, prefixOf(t), out, handler.WithPayloadStore(store),
+		handler.WithProcess(func(_ context.Context, ev handler.Event) error { got = ev.Payload; return nil }))
+	raw, _ := json.Marshal(events.EventBridgeEvent{Version: "0", ID: "entry-large", DetailType: "push", Source: "webhook.github",
+		Detail: json.RawMessage(detail)})
+	if _, err := h.Handle(context.Background(), raw); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, e.Body) {
+		t.Fatalf("Process got %d bytes, want the %d sent", len(got), len(e.Body))
 	}
 }
