@@ -24,17 +24,20 @@ deps:
 build: deps
 	$(GO) build ./...
 
-# Local API on 127.0.0.1:3000 serving every route of template.yaml, on embedded Redis unless
-# REDIS_URL is set. It serves every webhook provider the template can deploy; PROVIDERS=Stripe,Twilio
-# a choice, PROVIDERS= (empty) the template's default WebhookProviders.
+# Local API on 127.0.0.1:3000 (ADDR=127.0.0.1:3001 another address) serving every route of
+# template.yaml, on embedded Redis unless REDIS_URL is set. It serves every webhook provider the
+# template can deploy; PROVIDERS=Stripe,Twilio a choice, PROVIDERS= (empty) the template's default
+# WebhookProviders.
 PROVIDERS ?= all
+ADDR ?=
 run: deps
-	$(GO) run ./cmd/localapi $(if $(PROVIDERS),-providers '$(PROVIDERS)')
+	$(GO) run ./cmd/localapi $(if $(PROVIDERS),-providers '$(PROVIDERS)') $(if $(ADDR),-addr '$(ADDR)')
 
 # Sign and post sample events: make send PROVIDER=stripe URL=http://127.0.0.1:3000 N=10; PROVIDER=all
-# sends to every provider route make run serves (the same PROVIDERS).
+# sends to every provider route the local API at URL serves (it lists them), or against a deployed
+# API to those of the template's default WebhookProviders.
 send: deps
-	$(GO) run ./cmd/send -provider $(PROVIDER) -url $(URL) -n $(N) $(if $(PROVIDERS),-providers '$(PROVIDERS)')
+	$(GO) run ./cmd/send -provider $(PROVIDER) -url $(URL) -n $(N)
 
 # Regenerate the signed sample events in events/ with a fresh timestamp and the development secrets.
 events: deps

@@ -21,6 +21,11 @@
 //	go run ./cmd/localapi -providers all      # make run PROVIDERS=all
 //	go run ./cmd/localapi -providers Stripe,Twilio,CoinbaseCommerce
 //
+// With WEBHOOK_HMAC_HEADER and the other WEBHOOK_HMAC_* settings in the environment it also
+// serves POST /webhooks/hmac with them:
+//
+//	WEBHOOK_HMAC_HEADER=x-acme-signature WEBHOOK_HMAC_PREFIX=sha256= go run ./cmd/localapi
+//
 // Package devapi documents how each function's environment is made; package gateway what is
 // answered how.
 package main

@@ -27,8 +27,12 @@ type options struct {
 	provider string
 	template string // the template whose webhook routes -provider all sends to
 	// providers is the template's WebhookProviders for -provider all, as the local API takes
-	// it: empty for the template's default, devapi.AllProviders for every provider.
+	// it: empty for the template's default, devapi.AllProviders for every provider. A local API
+	// that lists the providers it serves (served) overrides it.
 	providers string
+	// served are the providers the API at url says it serves (devapi.RoutesPath), or nil when it
+	// says nothing: a deployed API.
+	served    []string
 	url       string
 	n         int
 	secret    string
@@ -100,11 +104,14 @@ func (s summary) String() string {
 // concurrently, sends a delivery answered 409 again after o.retryWait (up to o.retries times),
 // prints every answer and a summary per request to out, and returns the summaries.
 func run(ctx context.Context, o options, out io.Writer) ([]summary, error) {
+	client := &http.Client{Timeout: o.timeout}
+	if o.provider == "all" {
+		o.served = servedProviders(ctx, client, o.url)
+	}
 	reqs, err := build(o, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Timeout: o.timeout}
 	var sums []summary
 	for _, r := range reqs {
 		if r.sign != nil {
@@ -224,7 +231,9 @@ func build(o options, now time.Time) ([]request, error) {
 		if o.secret != "" || o.eventID != "" || hasPath {
 			return nil, errors.New("-provider all takes a base -url and each provider's development secret: leave out -secret, -event-id and the URL path")
 		}
-		if providers, err = templateProviders(o.template, o.providers); err != nil {
+		if o.served != nil {
+			providers = o.served
+		} else if providers, err = templateProviders(o.template, o.providers); err != nil {
 			return nil, err
 		}
 	} else if _, ok := webhook.Lookup(o.provider); !ok {
@@ -274,6 +283,32 @@ func publicURL(target string) string {
 	}
 	u.Scheme, u.Host = "https", u.Hostname()
 	return u.String()
+}
+
+// servedProviders asks the API at base which webhook providers it serves (devapi.RoutesPath),
+// as a local API answers, and returns them without hmac, whose settings the sender does not
+// know; nil when the API does not answer that (a deployed API answers 404).
+func servedProviders(ctx context.Context, client *http.Client, base string) []string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+devapi.RoutesPath, nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var served devapi.Served
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&served) != nil || served.Providers == nil {
+		return nil
+	}
+	out := []string{}
+	for _, p := range served.Providers {
+		if _, ok := webhook.Lookup(p); ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // templateProviders lists the presets whose webhook functions the template at path declares

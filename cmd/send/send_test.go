@@ -13,9 +13,6 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// testTemplate declares a webhook function for every preset, on its own route.
-const testTemplate = "testdata/template.yaml"
-
 // startLocalAPI serves the routes of the project's template in-process, on the embedded Redis.
 func startLocalAPI(t *testing.T) string {
 	t.Helper()
@@ -50,7 +47,7 @@ func defaults(url string) options {
 
 func TestEveryProviderExecutesOnceAndReplaysTheDuplicates(t *testing.T) {
 	for _, c := range []struct{ template, providers string }{
-		{"../../template.yaml", ""}, {"../../template.yaml", devapi.AllProviders}, {testTemplate, ""},
+		{"../../template.yaml", ""}, {"../../template.yaml", devapi.AllProviders},
 	} {
 		template := c.template
 		t.Run(template+" "+c.providers, func(t *testing.T) {
@@ -83,10 +80,10 @@ func TestEveryProviderExecutesOnceAndReplaysTheDuplicates(t *testing.T) {
 	}
 }
 
-// TestAllSendsToEveryPresetOfTheTemplate: the test template routes every preset, and
-// -provider all signs for each of them.
+// TestAllSendsToEveryPresetOfTheTemplate: the template, with every provider it can deploy,
+// routes every preset, and -provider all signs for each of them.
 func TestAllSendsToEveryPresetOfTheTemplate(t *testing.T) {
-	got, err := templateProviders(testTemplate, "")
+	got, err := templateProviders("../../template.yaml", devapi.AllProviders)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,5 +188,28 @@ func TestDeliveriesAreSignedAgainWhenSent(t *testing.T) {
 	if old == "" || now == old || fresh.id != reqs[0].id || fresh.url != reqs[0].url {
 		t.Errorf("signed again: %s %s %q; want the same event and URL as %s %s, signed anew (was %q)",
 			fresh.id, fresh.url, now, reqs[0].id, reqs[0].url, old)
+	}
+}
+
+// TestAllSendsOnlyToTheRoutesTheRunningAPIServes: a local API serving the template's default
+// providers gets deliveries for those only, whatever -providers says.
+func TestAllSendsOnlyToTheRoutesTheRunningAPIServes(t *testing.T) {
+	o := defaults(startLocalAPIWith(t, "../../template.yaml", ""))
+	o.provider, o.providers = "all", devapi.AllProviders
+	var out bytes.Buffer
+	sums, err := run(context.Background(), o, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range sums {
+		names = append(names, s.name)
+		if s.executed != 1 || !s.ok() {
+			t.Errorf("%s: %+v", s.name, s)
+		}
+	}
+	slices.Sort(names)
+	if want := []string{"github", "shopify", "slack", "standard", "stripe"}; !slices.Equal(names, want) {
+		t.Fatalf("sent to %v, want the %v the API serves\n%s", names, want, &out)
 	}
 }

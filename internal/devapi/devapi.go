@@ -9,15 +9,23 @@
 //   - one Redis client, shared by every function and handed to each handler: the Redis at
 //     REDIS_URL (with REDIS_CLUSTER and the other REDIS_* variables of the process
 //     environment), or, when REDIS_URL is unset, an embedded miniredis that New starts in this
-//     process. Only this development API starts one: the functions' own code never does, so
-//     no deployed bootstrap links a test server;
+//     process, whose TTLs run on the wall clock, so records expire as in Redis. Only this
+//     development API starts one: the functions' own code never does, so no deployed bootstrap
+//     links a test server;
 //   - webhook functions accept their provider's development secret (DevSecret), and any
 //     secret Config.Secrets adds for the provider; their sink is the sqs sink sending to an
 //     in-process FIFO queue that feeds the template's consumer function, as the queue's event
-//     source does in AWS (sink log when the template has no consumer function);
+//     source does in AWS (sink log when the template has no consumer function); an event too
+//     large for one message goes to an in-process payload store (API.Payloads) that stands in
+//     for the S3 bucket of WEBHOOK_PAYLOAD_BUCKET, for the webhook functions and the consumer;
 //   - the payments function uses the in-memory ledger, behind a stand-in for the authorizer that
 //     PAYMENTS_AUTH names, which takes the caller from HeaderPrincipal (see emulateAuthorizer);
-//   - variables that name AWS resources (secret ARNs, queue URL, event bus, table) are unset.
+//   - variables that name AWS resources (secret ARNs, queue URL, event bus, payload bucket,
+//     table) are unset;
+//   - with WEBHOOK_HMAC_HEADER (and the other WEBHOOK_HMAC_* settings) in the process
+//     environment, a webhook function for the hmac preset is added on POST /webhooks/hmac.
+//
+// Besides the template's routes it answers GET RoutesPath with the webhook providers served.
 //
 // Variables set in the process environment take precedence over the template and these local
 // defaults (LOG_LEVEL=debug, IDEM_RESULT_TTL=1m, WEBHOOK_SINK=sqs with WEBHOOK_QUEUE_URL and
@@ -28,6 +36,7 @@ package devapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +57,7 @@ import (
 	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/internal/sink"
+	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 // DefaultTemplate is the template served when Config.Template is empty.
@@ -89,6 +99,9 @@ type Config struct {
 	// Secrets are signing secrets a provider's function accepts besides its development
 	// secret, keyed by provider: the whsec_ secret `stripe listen` prints, for example.
 	Secrets map[string][]string
+	// Process is the consumer function's work on each forwarded event. Default
+	// consumerhandler.LogProcess: one log line per event.
+	Process consumerhandler.Process
 }
 
 // Function is one function of the template as the local API runs it.
@@ -107,16 +120,22 @@ type API struct {
 	Functions []Function
 	// Redis is the client every function shares.
 	Redis *redisconn.Conn
+	// Payloads stands in for the payload bucket: the webhook functions keep there the events
+	// too large for one message, and the consumer reads them back.
+	Payloads *sink.MemoryStore
 
 	embedded *miniredis.Miniredis // nil with REDIS_URL
 	gateway  *gateway.Gateway
 	closers  []func() error
 }
 
+// localPayloadBucket is the Bucket of the in-process payload store.
+const localPayloadBucket = "local-payloads"
+
 // deployOnly are variables that name AWS resources, or configure the Redis client that is
 // replaced by the shared one: a local run never takes them from the template.
 var deployOnly = []string{
-	webhookhandler.EnvSecretARN, "WEBHOOK_QUEUE_URL", "WEBHOOK_EVENT_BUS", paymentshandler.EnvTable,
+	webhookhandler.EnvSecretARN, "WEBHOOK_QUEUE_URL", "WEBHOOK_EVENT_BUS", sink.EnvPayloadBucket, paymentshandler.EnvTable,
 	redisconn.EnvURL, redisconn.EnvCluster, redisconn.EnvAuthSecretARN, redisconn.EnvIAMAuth,
 	redisconn.EnvCacheName, redisconn.EnvServerless,
 }
@@ -145,7 +164,8 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devapi: %w", err)
 	}
-	a := &API{Template: t}
+	addHMACFunction(t, cfg.Getenv)
+	a := &API{Template: t, Payloads: sink.NewMemoryStore(localPayloadBucket)}
 
 	if err := a.openRedis(ctx, cfg.Getenv); err != nil {
 		return nil, err
@@ -175,7 +195,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 			opts := []webhookhandler.Option{webhookhandler.WithRedis(a.Redis.Client), webhookhandler.WithLogOutput(cfg.LogOutput)}
 			if queue != nil && cfg.Getenv(sink.EnvSink) == "" {
 				local[sink.EnvSink] = "sqs"
-				opts = append(opts, webhookhandler.WithSink(sink.NewSQS(queue, localQueueURL)))
+				opts = append(opts, webhookhandler.WithSink(sink.NewSQS(queue, localQueueURL, sink.WithPayloadStore(a.Payloads))))
 			}
 			wh, err := webhookhandler.New(ctx, getenv, opts...)
 			if err != nil {
@@ -217,6 +237,36 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 		return nil, fmt.Errorf("devapi: %w", err)
 	}
 	return a, nil
+}
+
+// HMACFunction is the logical ID of the webhook function addHMACFunction adds.
+const HMACFunction = "WebhookHmacFunction"
+
+// addHMACFunction adds a webhook function for the configurable HMAC preset on POST
+// /webhooks/hmac, with the settings of the process environment, when that describes one
+// (webhook.HMACHeaderSetting is set) and the template has no such function. The template
+// deploys named presets; a local run is where the settings of another sender are tried. The
+// function is a copy of the template's first webhook function (its timeout, its environment
+// and its API) with WEBHOOK_PROVIDER=hmac.
+func addHMACFunction(t *samtemplate.Template, getenv func(string) string) {
+	if strings.TrimSpace(getenv(webhook.HMACHeaderSetting)) == "" {
+		return
+	}
+	if _, ok := t.WebhookFunction(webhook.HMACPresetName); ok {
+		return
+	}
+	i := slices.IndexFunc(t.Functions, func(f samtemplate.Function) bool { return f.Code == samtemplate.Webhook && len(f.Routes) > 0 })
+	if i < 0 {
+		return
+	}
+	f := t.Functions[i]
+	f.LogicalID, f.Env = HMACFunction, maps.Clone(f.Env)
+	f.Env[webhookhandler.EnvProvider] = webhook.HMACPresetName
+	route := f.Routes[0]
+	route.Path, route.Function = "/webhooks/"+webhook.HMACPresetName, f.LogicalID
+	f.Routes = []samtemplate.Route{route}
+	t.Functions = append(t.Functions, f)
+	slices.SortFunc(t.Functions, func(a, b samtemplate.Function) int { return strings.Compare(a.LogicalID, b.LogicalID) })
 }
 
 // ErrUnknownProvider is wrapped by the error of New and ResolveParameters for a member of
@@ -278,8 +328,12 @@ func (a *API) startConsumer(ctx context.Context, t *samtemplate.Template, cfg Co
 			continue
 		}
 		local, fixed := localEnv(f, cfg.Secrets)
-		h, err := consumerhandler.New(ctx, envOf(cfg, local, fixed),
-			consumerhandler.WithRedis(a.Redis.Client), consumerhandler.WithLogOutput(cfg.LogOutput))
+		opts := []consumerhandler.Option{consumerhandler.WithRedis(a.Redis.Client), consumerhandler.WithLogOutput(cfg.LogOutput),
+			consumerhandler.WithPayloadStore(a.Payloads)}
+		if cfg.Process != nil {
+			opts = append(opts, consumerhandler.WithProcess(cfg.Process))
+		}
+		h, err := consumerhandler.New(ctx, envOf(cfg, local, fixed), opts...)
 		if err != nil {
 			return nil, fmt.Errorf("devapi: %s: %w", f.LogicalID, err)
 		}
@@ -315,6 +369,9 @@ func (a *API) openRedis(ctx context.Context, getenv func(string) string) error {
 			}
 		}
 		m := miniredis.NewMiniRedis()
+		// Without it the embedded server's TTLs only run down when a test fast-forwards them,
+		// and no record of a local run would ever expire (IDEM_RESULT_TTL, IDEM_LOCK_TTL).
+		m.ClockTTL(true)
 		if err := m.Start(); err != nil {
 			return fmt.Errorf("devapi: start the embedded Redis: %w", err)
 		}
@@ -360,8 +417,27 @@ func localEnv(f samtemplate.Function, extra map[string][]string) (local, fixed m
 	return local, fixed
 }
 
-// ServeHTTP serves one request as API Gateway would, by invoking the route's function.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.gateway.ServeHTTP(w, r) }
+// RoutesPath is where the development API answers GET with the webhook routes it serves, as
+// JSON {"providers": ["github", ...]}: how the sender learns which of the template's routes
+// a running local API serves. API Gateway has no such route; a deployed API answers 404.
+const RoutesPath = "/_localapi/routes"
+
+// Served is RoutesPath's answer.
+type Served struct {
+	// Providers are the webhook providers served, sorted (API.Providers).
+	Providers []string `json:"providers"`
+}
+
+// ServeHTTP serves one request as API Gateway would, by invoking the route's function, and
+// RoutesPath.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == RoutesPath && r.Method == http.MethodGet {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(Served{Providers: a.Providers()})
+		return
+	}
+	a.gateway.ServeHTTP(w, r)
+}
 
 // Function returns the function called logicalID, or false.
 func (a *API) Function(logicalID string) (Function, bool) {

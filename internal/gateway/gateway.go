@@ -18,6 +18,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -132,7 +133,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Apigw-Requestid", requestID)
 	status, target := 0, "-"
 	defer func() {
-		fmt.Fprintf(g.log, "%s %s %s -> %s %d %s\n", start.Format("15:04:05.000"), r.Method, r.URL.RequestURI(),
+		fmt.Fprintf(g.log, "%s %s %s -> %s %d %s\n", start.Format("15:04:05.000"), bounded(r.Method, maxLoggedMethod), bounded(r.URL.RequestURI(), maxLoggedURI),
 			target, status, time.Since(start).Round(10*time.Microsecond))
 	}()
 
@@ -175,6 +176,32 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		fmt.Fprintf(g.log, "%s %s: %v\n", fn.Name, requestID, err)
 	}
+}
+
+// Bounds of what the access line copies from a request: a client chooses the URL, and a 500 KB
+// path must not make a 500 KB line.
+const (
+	maxLoggedURI    = 512
+	maxLoggedMethod = 16
+)
+
+// bounded returns s cut to at most max bytes, with the number of bytes left out, and with
+// control characters (a newline would forge a line) written as %XX.
+func bounded(s string, max int) string {
+	cut := ""
+	if len(s) > max {
+		cut = fmt.Sprintf("...(%d more bytes)", len(s)-max)
+		s = s[:max]
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String() + cut
 }
 
 // ErrTimeout is returned by an invocation that outlived its function's timeout.

@@ -327,3 +327,25 @@ func TestNewRefusesARouteWithoutItsFunction(t *testing.T) {
 		t.Fatal("New accepted a route whose function is not given")
 	}
 }
+
+func TestAccessLineIsBoundedWhateverTheURL(t *testing.T) {
+	var log testsupport.Buffer
+	g, err := gateway.New([]samtemplate.Route{route("Fn", "POST", "/webhooks/stripe")},
+		[]gateway.Function{{Name: "Fn", Timeout: time.Second, Handler: ok}}, gateway.WithLog(&log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest("POST", srv.URL+"/"+strings.Repeat("a", 500_000)+"%0Aforged", nil)
+	if resp, _ := testsupport.RoundTrip(t, req); resp.StatusCode != 404 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	// The line is written once the response is: wait for it, with a bound.
+	for deadline := time.Now().Add(5 * time.Second); len(log.Bytes()) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	}
+	line := log.String()
+	if len(line) == 0 || len(line) > 1024 || strings.Count(line, "\n") != 1 || !strings.Contains(line, "more bytes") {
+		t.Fatalf("access line of %d bytes for a 500 KB path: %.200q", len(line), line)
+	}
+}

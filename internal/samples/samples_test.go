@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idem/internal/devapi"
 	paymentshandler "github.com/idemlambda/idem/internal/functions/payments/handler"
 	webhookhandler "github.com/idemlambda/idem/internal/functions/webhook/handler"
 	"github.com/idemlambda/idem/internal/samples"
@@ -28,17 +29,34 @@ const (
 	eventsDir    = "../../events"
 )
 
-// everyPresetTemplate declares a webhook function for every preset and the payments function.
-const everyPresetTemplate = "testdata/template.yaml"
+// The WebhookProviders the tests load template.yaml with: its default list, and every provider
+// it can deploy, which is every preset.
+const (
+	defaultProviders = ""
+	everyPreset      = devapi.AllProviders
+)
 
 func load(t *testing.T) (*samtemplate.Template, []samples.Sample) {
 	t.Helper()
-	return loadTemplate(t, templatePath)
+	return loadTemplate(t, defaultProviders)
 }
 
-func loadTemplate(t *testing.T, path string) (*samtemplate.Template, []samples.Sample) {
+// loadTemplate loads template.yaml for the WebhookProviders given (defaultProviders or
+// everyPreset), with its samples.
+func loadTemplate(t *testing.T, providers string) (*samtemplate.Template, []samples.Sample) {
 	t.Helper()
-	tpl, all, err := samples.Load(path)
+	var params map[string]string
+	if providers != defaultProviders {
+		var err error
+		if params, err = devapi.ResolveParameters(templatePath, map[string]string{devapi.ProvidersParameter: providers}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tpl, err := samtemplate.LoadWithParameters(templatePath, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := samples.All(tpl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,14 +173,14 @@ func functions(t *testing.T, tpl *samtemplate.Template) map[string]func(context.
 }
 
 func TestSamplesGetTheAnswersTheyDocument(t *testing.T) {
-	for _, path := range []string{templatePath, everyPresetTemplate} {
-		t.Run(path, func(t *testing.T) { testSamplesGetTheAnswersTheyDocument(t, path) })
+	for _, providers := range []string{defaultProviders, everyPreset} {
+		t.Run("WebhookProviders="+providers, func(t *testing.T) { testSamplesGetTheAnswersTheyDocument(t, providers) })
 	}
 }
 
 // TestEveryPresetHasASample: a template routing every preset gets a signed sample of each.
 func TestEveryPresetHasASample(t *testing.T) {
-	_, all := loadTemplate(t, everyPresetTemplate)
+	_, all := loadTemplate(t, everyPreset)
 	have := map[string]bool{}
 	for _, s := range all {
 		have[s.Provider] = true
@@ -174,8 +192,8 @@ func TestEveryPresetHasASample(t *testing.T) {
 	}
 }
 
-func testSamplesGetTheAnswersTheyDocument(t *testing.T, path string) {
-	tpl, all := loadTemplate(t, path)
+func testSamplesGetTheAnswersTheyDocument(t *testing.T, providers string) {
+	tpl, all := loadTemplate(t, providers)
 	fns := functions(t, tpl)
 	ctx := context.Background()
 	now := time.Now()
@@ -226,13 +244,13 @@ func testSamplesGetTheAnswersTheyDocument(t *testing.T, path string) {
 }
 
 func TestResignMakesAStaleFileAcceptableAgain(t *testing.T) {
-	for _, path := range []string{templatePath, everyPresetTemplate} {
-		t.Run(path, func(t *testing.T) { testResignMakesAStaleFileAcceptableAgain(t, path) })
+	for _, providers := range []string{defaultProviders, everyPreset} {
+		t.Run("WebhookProviders="+providers, func(t *testing.T) { testResignMakesAStaleFileAcceptableAgain(t, providers) })
 	}
 }
 
-func testResignMakesAStaleFileAcceptableAgain(t *testing.T, path string) {
-	tpl, all := loadTemplate(t, path)
+func testResignMakesAStaleFileAcceptableAgain(t *testing.T, providers string) {
+	tpl, all := loadTemplate(t, providers)
 	fns := functions(t, tpl)
 	ctx := context.Background()
 	for _, s := range all {

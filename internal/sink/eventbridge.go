@@ -27,15 +27,47 @@ const DefaultDetailType = "webhook"
 // SourcePrefix+provider, DetailType the event type (DefaultDetailType when
 // empty), Detail the same JSON envelope the SQS sink sends, and Time the
 // event's ReceivedAt.
+//
+// An entry larger than EventBridgeMaxEntryBytes, counted as EventBridge counts
+// it, has its payload kept in the PayloadStore (WithEventBridgePayloadStore)
+// and its detail carries a PayloadRef instead.
 type EventBridge struct {
+	claimCheck
 	client EventBridgeAPI
 	bus    string
 }
 
+// EventBridgeMaxEntryBytes is the largest PutEvents entry EventBridge accepts: 256 KiB.
+const EventBridgeMaxEntryBytes = 256 * 1024
+
+// EventBridgeOption configures an EventBridge sink.
+type EventBridgeOption func(*EventBridge)
+
+// WithEventBridgePayloadStore makes the EventBridge sink keep the payload of an event whose
+// entry would exceed EventBridgeMaxEntryBytes in store, as WithPayloadStore does for SQS.
+// Without it such an event fails with ErrTooLarge and ErrNoPayloadStore.
+func WithEventBridgePayloadStore(store PayloadStore) EventBridgeOption {
+	return func(b *EventBridge) { b.payloads = store }
+}
+
 // NewEventBridge returns a sink that puts events on bus (a name or an ARN)
 // through client.
-func NewEventBridge(client EventBridgeAPI, bus string) *EventBridge {
-	return &EventBridge{client: client, bus: bus}
+func NewEventBridge(client EventBridgeAPI, bus string, opts ...EventBridgeOption) *EventBridge {
+	b := &EventBridge{client: client, bus: bus}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// eventBridgeEntrySize counts an entry as EventBridge does against its limit: 14 bytes for
+// Time, and the UTF-8 bytes of Source, DetailType and Detail.
+func eventBridgeEntrySize(e types.PutEventsRequestEntry) int {
+	n := len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail))
+	if e.Time != nil {
+		n += 14
+	}
+	return n
 }
 
 // EntryError is a PutEvents entry that EventBridge refused. PutEvents answers
@@ -54,10 +86,12 @@ func (e *EntryError) Error() string {
 	return "eventbridge rejected entry: " + e.Code + ": " + e.Message
 }
 
-// Send puts e on the bus. A request error, or an entry EventBridge reports as
-// failed, is returned wrapped (the latter as *EntryError).
+// Send puts e on the bus, its payload in the PayloadStore first when the
+// entry would be too large (without a store: an error wrapping ErrTooLarge and
+// ErrNoPayloadStore, and no request). A request error, or an entry EventBridge
+// reports as failed, is returned wrapped (the latter as *EntryError).
 func (b *EventBridge) Send(ctx context.Context, e Event) error {
-	detail, err := encodeEnvelope(e)
+	detail, err := encodeEnvelope(e, nil)
 	if err != nil {
 		return err
 	}
@@ -73,6 +107,19 @@ func (b *EventBridge) Send(ctx context.Context, e Event) error {
 	}
 	if !e.ReceivedAt.IsZero() {
 		entry.Time = aws.Time(e.ReceivedAt)
+	}
+	if size := eventBridgeEntrySize(entry); size > EventBridgeMaxEntryBytes {
+		ref, err := b.offload(ctx, e, size, EventBridgeMaxEntryBytes)
+		if err != nil {
+			return err
+		}
+		if detail, err = encodeEnvelope(e, ref); err != nil {
+			return err
+		}
+		entry.Detail = aws.String(string(detail))
+		if size := eventBridgeEntrySize(entry); size > EventBridgeMaxEntryBytes {
+			return fmt.Errorf("%w: eventbridge entry for %s event %s is %d bytes without its payload, limit %d", ErrTooLarge, e.Provider, e.ID, size, EventBridgeMaxEntryBytes)
+		}
 	}
 
 	out, err := b.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{entry}})

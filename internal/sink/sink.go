@@ -20,8 +20,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -88,10 +90,15 @@ var ErrTooLarge = errors.New("sink: event too large for destination")
 // decodes a message body or an entry's detail into it. Its Signed and
 // Unsigned members say which of the others a consumer can trust as the
 // provider's (see Event.Signed and Event.Unsigned).
+//
+// A payload too large for one message is kept in a PayloadStore and the envelope carries
+// PayloadRef instead, with Payload null; Resolve puts the payload back.
 type Envelope struct {
 	Metadata
-	// Payload is the provider's verified payload.
+	// Payload is the provider's verified payload; null when PayloadRef is set.
 	Payload json.RawMessage `json:"payload"`
+	// PayloadRef points at the payload when it is kept in a PayloadStore; absent otherwise.
+	PayloadRef *PayloadRef `json:"payload_ref,omitempty"`
 }
 
 // Metadata is the part of an event every encoding of it carries, in this order,
@@ -128,8 +135,13 @@ func metaOf(e Event) Metadata {
 	}
 }
 
-func encodeEnvelope(e Event) ([]byte, error) {
-	b, err := json.Marshal(Envelope{Metadata: metaOf(e), Payload: rawJSON(e.Body)})
+// encodeEnvelope encodes e's envelope: with its payload inline, or with ref in its place.
+func encodeEnvelope(e Event, ref *PayloadRef) ([]byte, error) {
+	env := Envelope{Metadata: metaOf(e), PayloadRef: ref}
+	if ref == nil {
+		env.Payload = rawJSON(e.Body)
+	}
+	b, err := json.Marshal(env)
 	if err != nil {
 		return nil, fmt.Errorf("sink: encode %s event %s: %w", e.Provider, e.ID, err)
 	}
@@ -168,13 +180,17 @@ const (
 //     from WEBHOOK_SQS_MAX_MESSAGE_BYTES when set.
 //   - "eventbridge": NewEventBridge on WEBHOOK_EVENT_BUS (required).
 //
+// The sqs and eventbridge sinks keep payloads too large for one message in
+// payloads, or, when payloads is nil, in an S3Store on WEBHOOK_PAYLOAD_BUCKET
+// when that is set; with neither such events fail with ErrTooLarge.
+//
 // A missing or malformed setting, or an unknown sink, is an error naming the
-// variable. The AWS client is built once, here, from config.LoadDefaultConfig,
+// variable. The AWS clients are built once, here, from config.LoadDefaultConfig,
 // which reads the process environment itself (not getenv): region, credentials,
-// and endpoint overrides such as AWS_ENDPOINT_URL_SQS and
-// AWS_ENDPOINT_URL_EVENTBRIDGE. Loading the configuration makes no network
-// call; credentials are fetched on first use.
-func FromEnv(ctx context.Context, getenv func(string) string, logOut io.Writer) (Sink, error) {
+// and endpoint overrides such as AWS_ENDPOINT_URL_SQS,
+// AWS_ENDPOINT_URL_EVENTBRIDGE and AWS_ENDPOINT_URL_S3. Loading the configuration
+// makes no network call; credentials are fetched on first use.
+func FromEnv(ctx context.Context, getenv func(string) string, logOut io.Writer, payloads PayloadStore) (Sink, error) {
 	kind := strings.ToLower(strings.TrimSpace(getenv(EnvSink)))
 	switch kind {
 	case "", "log":
@@ -203,6 +219,12 @@ func FromEnv(ctx context.Context, getenv func(string) string, logOut io.Writer) 
 		if err != nil {
 			return nil, fmt.Errorf("sink: load AWS config for %s=sqs: %w", EnvSink, err)
 		}
+		if payloads == nil {
+			payloads = s3StoreFromEnv(cfg, getenv)
+		}
+		if payloads != nil {
+			opts = append(opts, WithPayloadStore(payloads))
+		}
 		return NewSQS(sqs.NewFromConfig(cfg), queueURL, opts...), nil
 
 	case "eventbridge":
@@ -214,9 +236,54 @@ func FromEnv(ctx context.Context, getenv func(string) string, logOut io.Writer) 
 		if err != nil {
 			return nil, fmt.Errorf("sink: load AWS config for %s=eventbridge: %w", EnvSink, err)
 		}
-		return NewEventBridge(eventbridge.NewFromConfig(cfg), bus), nil
+		if payloads == nil {
+			payloads = s3StoreFromEnv(cfg, getenv)
+		}
+		var opts []EventBridgeOption
+		if payloads != nil {
+			opts = append(opts, WithEventBridgePayloadStore(payloads))
+		}
+		return NewEventBridge(eventbridge.NewFromConfig(cfg), bus, opts...), nil
 
 	default:
 		return nil, fmt.Errorf("sink: %s=%q is not one of log, sqs, eventbridge", EnvSink, kind)
 	}
+}
+
+// PayloadStoreFromEnv returns the S3Store on WEBHOOK_PAYLOAD_BUCKET, for a consumer that
+// resolves the references the sinks send, or nil when the variable is unset. The S3 client
+// honours AWS_ENDPOINT_URL_S3.
+func PayloadStoreFromEnv(ctx context.Context, getenv func(string) string) (PayloadStore, error) {
+	if strings.TrimSpace(getenv(EnvPayloadBucket)) == "" {
+		return nil, nil
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sink: load AWS config for %s: %w", EnvPayloadBucket, err)
+	}
+	return s3StoreFromEnv(cfg, getenv), nil
+}
+
+// s3StoreFromEnv returns the S3Store on WEBHOOK_PAYLOAD_BUCKET, or nil when it is unset.
+func s3StoreFromEnv(cfg aws.Config, getenv func(string) string) PayloadStore {
+	bucket := strings.TrimSpace(getenv(EnvPayloadBucket))
+	if bucket == "" {
+		return nil
+	}
+	// The store checks each payload's SHA-256 itself; the SDK's note that a response carries no
+	// checksum it knows would be a non-JSON line in the function's log per object read.
+	return NewS3Store(s3.NewFromConfig(cfg, func(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true }), bucket)
+}
+
+// NeedsPayloadStore reports whether s is a sink with a message size limit (sqs, eventbridge)
+// but no PayloadStore: events over its limit will fail with ErrTooLarge. A function logs it at
+// init, so that the cause is known before the first large event.
+func NeedsPayloadStore(s Sink) (limit int, needs bool) {
+	switch s := s.(type) {
+	case *SQS:
+		return s.maxBytes, s.payloads == nil
+	case *EventBridge:
+		return EventBridgeMaxEntryBytes, s.payloads == nil
+	}
+	return 0, false
 }

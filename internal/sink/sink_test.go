@@ -31,7 +31,7 @@ func sinkFromEnv(t *testing.T, endpointVar, url string, env map[string]string) S
 	t.Helper()
 	testsupport.IsolateAWS(t)
 	t.Setenv(endpointVar, url)
-	s, err := FromEnv(context.Background(), envMap(env), nil)
+	s, err := FromEnv(context.Background(), envMap(env), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func envMap(m map[string]string) func(string) string {
 
 func TestLogSinkWritesOneJSONLinePerEventWithBodyEmbedded(t *testing.T) {
 	var out testsupport.Buffer
-	s, err := FromEnv(context.Background(), envMap(nil), &out)
+	s, err := FromEnv(context.Background(), envMap(nil), &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestFromEnvErrorsNameTheVariable(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := FromEnv(context.Background(), envMap(tc.env), nil)
+			s, err := FromEnv(context.Background(), envMap(tc.env), nil, nil)
 			if err == nil {
 				t.Fatalf("got sink %T, want error", s)
 			}
@@ -155,7 +155,7 @@ func TestFromEnvBuildsEachSink(t *testing.T) {
 		{map[string]string{EnvSink: "eventbridge", EnvEventBus: "default"}, "*sink.EventBridge"},
 	}
 	for _, tc := range cases {
-		s, err := FromEnv(context.Background(), envMap(tc.env), nil)
+		s, err := FromEnv(context.Background(), envMap(tc.env), nil, nil)
 		if err != nil {
 			t.Fatalf("%v: %v", tc.env, err)
 		}
@@ -183,7 +183,7 @@ func TestEveryEnvelopeSaysWhichMembersWereSigned(t *testing.T) {
 		{testEvent(), []string{"id", "type", "object_id", "payload"}, nil, false},
 		{github, []string{"id", "object_id", "payload"}, []string{"delivery_id", "type"}, true},
 	} {
-		env, err := encodeEnvelope(tc.e)
+		env, err := encodeEnvelope(tc.e, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,6 +45,7 @@ const (
 // provider and object id, so the events of one object arrive in order while
 // different objects are consumed in parallel.
 type SQS struct {
+	claimCheck
 	client   SQSAPI
 	queueURL string
 	fifo     bool
@@ -65,6 +66,13 @@ func WithMaxMessageBytes(n int) SQSOption {
 	}
 }
 
+// WithPayloadStore makes the SQS sink keep the payload of an event whose message would exceed
+// the size limit in store, and send a message whose envelope carries a PayloadRef instead
+// (see Envelope). Without it such an event fails with ErrTooLarge and ErrNoPayloadStore.
+func WithPayloadStore(store PayloadStore) SQSOption {
+	return func(s *SQS) { s.payloads = store }
+}
+
 // NewSQS returns a sink that sends to the queue at queueURL through client.
 func NewSQS(client SQSAPI, queueURL string, opts ...SQSOption) *SQS {
 	s := &SQS{
@@ -80,10 +88,12 @@ func NewSQS(client SQSAPI, queueURL string, opts ...SQSOption) *SQS {
 }
 
 // Send sends e as one message. An event whose message would exceed the size
-// limit fails with an error wrapping ErrTooLarge and no request is made; any
-// error from SQS is returned wrapped.
+// limit has its payload put in the PayloadStore first, and the message carries
+// the reference; without a store it fails with an error wrapping ErrTooLarge
+// and ErrNoPayloadStore, and no request is made. Any error from SQS or the
+// store is returned wrapped.
 func (s *SQS) Send(ctx context.Context, e Event) error {
-	body, err := encodeEnvelope(e)
+	body, err := encodeEnvelope(e, nil)
 	if err != nil {
 		return err
 	}
@@ -96,7 +106,17 @@ func (s *SQS) Send(ctx context.Context, e Event) error {
 	}
 
 	if size := sqsMessageSize(body, attrs); size > s.maxBytes {
-		return fmt.Errorf("%w: sqs message for %s event %s is %d bytes, limit %d", ErrTooLarge, e.Provider, e.ID, size, s.maxBytes)
+		ref, err := s.offload(ctx, e, size, s.maxBytes)
+		if err != nil {
+			return err
+		}
+		if body, err = encodeEnvelope(e, ref); err != nil {
+			return err
+		}
+		// Only the metadata is left, bounded by the webhook function; still, never send more.
+		if size := sqsMessageSize(body, attrs); size > s.maxBytes {
+			return fmt.Errorf("%w: sqs message for %s event %s is %d bytes without its payload, limit %d", ErrTooLarge, e.Provider, e.ID, size, s.maxBytes)
+		}
 	}
 
 	in := &sqs.SendMessageInput{

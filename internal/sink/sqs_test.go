@@ -186,15 +186,15 @@ func TestSQSServerErrorIsReturnedWrapped(t *testing.T) {
 	}
 }
 
-func TestSQSOversizeEventFailsBeforeAnyRequest(t *testing.T) {
+func TestSQSOversizeEventWithoutPayloadStoreFailsBeforeAnyRequest(t *testing.T) {
 	f := newFakeSQS(t, http.StatusOK)
 	s := sqsSinkFromEnv(t, f, "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks")
 
 	e := testEvent()
 	e.Body = []byte(`{"blob":"` + strings.Repeat("x", DefaultSQSMaxMessageBytes) + `"}`)
 	err := s.Send(context.Background(), e)
-	if !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("err = %v, want ErrTooLarge", err)
+	if !errors.Is(err, ErrTooLarge) || !errors.Is(err, ErrNoPayloadStore) {
+		t.Fatalf("err = %v, want ErrTooLarge and ErrNoPayloadStore", err)
 	}
 	if n := len(f.Requests()); n != 0 {
 		t.Errorf("server saw %d requests, want none", n)
@@ -209,7 +209,7 @@ func TestSQSMaxMessageBytesFromEnvRaisesTheLimit(t *testing.T) {
 		EnvSink:               "sqs",
 		EnvQueueURL:           "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks",
 		EnvSQSMaxMessageBytes: "1048576",
-	}), nil)
+	}), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ func IsolateAWS(t testing.TB) {
 		"AWS_ENDPOINT_URL":                    "",
 		"AWS_ENDPOINT_URL_SQS":                "",
 		"AWS_ENDPOINT_URL_EVENTBRIDGE":        "",
+		"AWS_ENDPOINT_URL_S3":                 "",
 		"AWS_ENDPOINT_URL_SECRETS_MANAGER":    "",
 		"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "",
 		"AWS_MAX_ATTEMPTS":                    "1",

@@ -18,12 +18,18 @@
 //	replayed     the event was processed before (or earlier in the same batch)
 //	in_progress  another environment is processing it; SQS delivers it again later
 //	error        Process failed, the record is not an event, Redis is unavailable, the event id
-//	             came with another payload, or an earlier record of its group failed (reason
-//	             processing_failed, invalid_event, store_unavailable, event_id_reused, skipped);
+//	             came with another payload, an earlier record of its group failed, or the payload
+//	             the message points at cannot be read (reason processing_failed, invalid_event,
+//	             store_unavailable, event_id_reused, skipped, payload_unavailable);
 //	             the record is delivered again, and after the queue's maxReceiveCount it goes to
 //	             the dead-letter queue
 //
-// and id the provider's event id. A record whose Process ran but whose outcome could not be
+// and id the provider's event id.
+//
+// A message whose payload the sink kept in the payload bucket (its envelope's payload_ref, see
+// sink.PayloadRef) has the payload read back (WEBHOOK_PAYLOAD_BUCKET, or WithPayloadStore) and
+// checked before its claim, so Process receives the same Event, and the record the same
+// fingerprint, as if the payload had come inline. A record whose Process ran but whose outcome could not be
 // stored is logged as error (reason lock_lost or result_not_stored) but not delivered again.
 // The lines carry status 0 (there is no HTTP response) and the batch's duration.
 package handler
@@ -92,6 +98,7 @@ type Handler struct {
 	concurrency int
 	logger      *slog.Logger
 	conn        *redisconn.Conn // nil when the client came from WithRedis
+	payloads    sink.PayloadStore
 }
 
 // New builds everything a batch needs, once: the settings (EnvConcurrency, LOG_LEVEL, and
@@ -111,7 +118,12 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
-	h := &Handler{logger: obs.NewLogger(o.logOut, s.level, s.function), process: o.process, concurrency: s.concurrency}
+	h := &Handler{logger: obs.NewLogger(o.logOut, s.level, s.function), process: o.process, concurrency: s.concurrency, payloads: o.payloads}
+	if h.payloads == nil {
+		if h.payloads, err = sink.PayloadStoreFromEnv(ctx, getenv); err != nil {
+			return nil, fmt.Errorf("consumer: %w", err)
+		}
+	}
 	settings := redisconn.Settings{}
 	if o.redis == nil {
 		if settings, err = redisconn.SettingsFromEnv(getenv); err != nil {
@@ -142,27 +154,34 @@ type record struct {
 	fpErr error
 }
 
-// decode decodes a record's body. The fingerprint covers what the provider sent (provider, id,
-// payload), not the receipt time nor the unsigned metadata, which may differ when the webhook
-// function forwards an event twice.
-func decode(body string) record {
-	r, b := record{body: body}, []byte(body)
-	if r.event, r.err = ParseEvent(b); r.err == nil {
-		r.fp, r.fpErr = idem.FingerprintJSON(b, "provider", "id", "payload")
+// decode decodes a record's body, with its payload read back when the message points at it. The
+// fingerprint covers what the provider sent (provider, id, payload), not the receipt time nor
+// the unsigned metadata, which may differ when the webhook function forwards an event twice.
+func (b *batch) decode(body string) record {
+	r, raw := record{body: body}, []byte(body)
+	if r.event, r.err = ParseEvent(raw); r.err != nil {
+		return r
 	}
+	if r.event.PayloadRef == nil {
+		r.fp, r.fpErr = idem.FingerprintJSON(raw, "provider", "id", "payload")
+		return r
+	}
+	r.fp, r.fpErr = resolvePayload(b.ctx, &r.event, b.payloads)
 	return r
 }
 
 // batch is a batch's records, each decoded once, in the batch's order.
 type batch struct {
-	recs []record
-	byID map[string]int // index in recs by message id
+	recs     []record
+	byID     map[string]int  // index in recs by message id
+	ctx      context.Context // the invocation's, for reading payloads back
+	payloads sink.PayloadStore
 }
 
-func decodeBatch(msgs []events.SQSMessage) *batch {
-	b := &batch{recs: make([]record, len(msgs)), byID: make(map[string]int, len(msgs))}
+func decodeBatch(ctx context.Context, msgs []events.SQSMessage, payloads sink.PayloadStore) *batch {
+	b := &batch{recs: make([]record, len(msgs)), byID: make(map[string]int, len(msgs)), ctx: ctx, payloads: payloads}
 	for i, msg := range msgs {
-		b.recs[i] = decode(msg.Body)
+		b.recs[i] = b.decode(msg.Body)
 		if _, ok := b.byID[msg.MessageId]; !ok {
 			b.byID[msg.MessageId] = i
 		}
@@ -175,7 +194,7 @@ func (b *batch) of(msg events.SQSMessage) record {
 	if i, ok := b.byID[msg.MessageId]; ok && b.recs[i].body == msg.Body {
 		return b.recs[i]
 	}
-	return decode(msg.Body)
+	return b.decode(msg.Body)
 }
 
 // key is a record's key: the provider and its event id.
@@ -206,7 +225,7 @@ func (h *Handler) Close() error {
 // It writes one log line per record. Its error is nil but for a handler it cannot build.
 func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	start := time.Now()
-	b := decodeBatch(ev.Records)
+	b := decodeBatch(ctx, ev.Records, h.payloads)
 	// Built per batch: the key and fingerprint functions read this batch's decoded messages.
 	sqsHandler, err := idemsqs.New(h.guard, func(ctx context.Context, msg events.SQSMessage) (struct{}, error) {
 		r := b.of(msg)
@@ -279,6 +298,7 @@ const (
 	reasonSkipped          = "skipped"
 	reasonLockLost         = "lock_lost"
 	reasonResultNotStored  = "result_not_stored"
+	reasonPayloadUnavail   = "payload_unavailable"
 )
 
 // logRecords writes one line per record.
@@ -296,6 +316,8 @@ func (h *Handler) logRecords(ctx context.Context, b *batch, recs []idemsqs.Recor
 // outcomeOf maps a record's outcome to the log line's outcome and reason.
 func outcomeOf(r idemsqs.Record[struct{}]) (string, string) {
 	switch {
+	case errors.Is(r.Err, sink.ErrPayloadUnavailable), errors.Is(r.Err, sink.ErrNoPayloadStore):
+		return obs.OutcomeError, reasonPayloadUnavail
 	case errors.Is(r.Err, idemsqs.ErrSkipped):
 		return obs.OutcomeError, reasonSkipped
 	case r.Kind == idem.Executed, r.Kind == idem.ExecutedUnguarded:

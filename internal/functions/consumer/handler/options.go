@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/internal/redisconn"
+	"github.com/idemlambda/idem/internal/sink"
 	"github.com/idemlambda/idem/pkg/idem"
 )
 
@@ -18,7 +19,12 @@ type options struct {
 	redisOpts []redisconn.Option
 	logOut    io.Writer
 	guardOpts []idem.Option
+	payloads  sink.PayloadStore
 }
+
+// WithPayloadStore reads the payloads the sinks kept out of their messages from store instead
+// of the S3 bucket of WEBHOOK_PAYLOAD_BUCKET: the local API's and the tests' in-process store.
+func WithPayloadStore(store sink.PayloadStore) Option { return func(o *options) { o.payloads = store } }
 
 // WithProcess makes p the work done once per forwarded event: this is where an application
 // puts its own. Default: one JSON log line per event (LogProcess).

@@ -14,7 +14,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemlambda/idem/internal/apigw"
 	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/webhook"
@@ -213,9 +212,9 @@ func TestMalformedDeliveriesAreRejectedWithoutTouchingRedis(t *testing.T) {
 			wantStatus(t, hs.do(t, noID.signed(t, secret, now)), 400, "missing_event_id")
 		}
 
-		// Over the 1 MiB default, as sent and base64-encoded.
+		// Over the 6 MiB default, as sent and base64-encoded.
 		padded := delivery{provider: pc.name, headers: d.headers,
-			body: append(bytes.Clone(d.body), bytes.Repeat([]byte(" "), apigw.DefaultBodyLimit+1-len(d.body))...)}
+			body: append(bytes.Clone(d.body), bytes.Repeat([]byte(" "), defaultBodyLimit+1-len(d.body))...)}
 		wantStatus(t, hs.do(t, padded.signed(t, secret, now)), 413, "body_too_large")
 		encoded := padded.signed(t, secret, now)
 		encoded.Body, encoded.IsBase64Encoded = base64.StdEncoding.EncodeToString(padded.body), true

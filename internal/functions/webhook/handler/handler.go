@@ -12,7 +12,7 @@
 //	situation                                        status  code                        Redis
 //	not POST                                         405     method_not_allowed          no
 //	path is not /webhooks/<provider>                 404     not_found                   no
-//	body over WEBHOOK_MAX_BODY (default 1 MiB)       413     body_too_large              no
+//	body over WEBHOOK_MAX_BODY (default 6 MiB)       413     body_too_large              no
 //	isBase64Encoded but not base64                   400     invalid_encoding            no
 //	signature headers missing                        401     missing_signature           no
 //	signature malformed or not matching any secret   401     invalid_signature           no
@@ -29,6 +29,8 @@
 //	same event id, different payload                 422     event_id_reused
 //	Redis unreachable                                503     store_unavailable, retry-after
 //	sink or processing failed (claim released)       500     processing_failed
+//	event over the queue's or bus's message limit    413     event_too_large             yes
+//	and no WEBHOOK_PAYLOAD_BUCKET (claim released)
 //
 // The handler serves any preset of package webhook (WEBHOOK_PROVIDER=<preset>, or hmac with the
 // WEBHOOK_HMAC_* settings) and holds no provider's name: the preset says how to verify, where
@@ -76,8 +78,14 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// defaultBodyLimit is EnvMaxBody's default.
-const defaultBodyLimit = apigw.DefaultBodyLimit
+// defaultBodyLimit is EnvMaxBody's default: MaxBodyLimit, the 6 MiB (6,291,456 bytes) of a
+// synchronous Lambda invocation's payload, decoded. Lambda refuses a larger invocation before
+// the function runs, and the event's JSON around the body only adds to it, so no delivery that
+// reached the function is refused for its size. A body API Gateway base64-encodes (a binary
+// content type) reaches it only up to about 4.5 MiB decoded (3/4 of 6 MiB, less the event's
+// headers); a JSON body sent as text up to 6 MiB less its escaping and the event's headers.
+// Events over the sink's message limit go to the payload bucket (sink.PayloadStore).
+const defaultBodyLimit = MaxBodyLimit
 
 // Machine codes of the error responses, stable across releases.
 const (
@@ -95,6 +103,7 @@ const (
 	codeEventIDReused     = "event_id_reused"
 	codeStoreUnavailable  = "store_unavailable"
 	codeProcessingFailed  = "processing_failed"
+	codeEventTooLarge     = "event_too_large"
 	reasonLockLost        = "lock_lost"
 	reasonResultNotStored = "result_not_stored"
 )
@@ -189,9 +198,13 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 
 	snk := o.sink
 	if snk == nil {
-		if snk, err = sink.FromEnv(ctx, getenv, o.logOut); err != nil {
+		if snk, err = sink.FromEnv(ctx, getenv, o.logOut, o.payloads); err != nil {
 			return nil, fmt.Errorf("webhook: %w", err)
 		}
+	}
+	if limit, needs := sink.NeedsPayloadStore(snk); needs {
+		logger.Warn("events over the sink's message limit will be refused with 413 "+codeEventTooLarge+": set "+sink.EnvPayloadBucket+" to keep them in S3",
+			"message_limit", limit, "max_body", s.maxBody)
 	}
 
 	h := &Handler{
@@ -376,6 +389,14 @@ func respond(out idem.Outcome, err error) (events.APIGatewayV2HTTPResponse, obs.
 		return refuse(out.Kind, codeInvalidEventID, "the event id cannot be used as a deduplication key"),
 			obs.Request{Outcome: obs.OutcomeRejected, Reason: codeInvalidEventID, Err: err}
 	default: // idem.Failed: the claim is released and nothing is stored.
+		if errors.Is(err, sink.ErrTooLarge) {
+			// The same event fails the same way on every retry: a retryable 500 would have the
+			// sender retry until it disables the endpoint. The claim is released, so the event
+			// delivered again once WEBHOOK_PAYLOAD_BUCKET is set goes through.
+			return apigw.Error(http.StatusRequestEntityTooLarge, codeEventTooLarge,
+					"the event exceeds the queue's or event bus's message limit and no payload bucket is configured"),
+				obs.Request{Outcome: obs.OutcomeError, Reason: codeEventTooLarge, Err: err}
+		}
 		return apigw.Error(http.StatusInternalServerError, codeProcessingFailed, "the event could not be forwarded; retry later"),
 			obs.Request{Outcome: obs.OutcomeError, Reason: codeProcessingFailed, Err: err}
 	}

@@ -25,6 +25,7 @@ type options struct {
 	secretsSet    bool
 	secretsClient redisconn.SecretsClient
 	guardOpts     []idem.Option
+	payloads      sink.PayloadStore
 }
 
 // WithRedis makes the handler use c instead of the client redisconn.Open builds from the REDIS_*
@@ -46,6 +47,13 @@ func WithGuardOptions(opts ...idem.Option) Option {
 // WithSink makes the handler forward events to s instead of the sink sink.FromEnv builds from
 // WEBHOOK_SINK, which is then not read.
 func WithSink(s sink.Sink) Option { return func(o *options) { o.sink = s } }
+
+// WithPayloadStore makes the sink that sink.FromEnv builds (sqs, eventbridge) keep events too
+// large for one message in store instead of the S3 bucket of WEBHOOK_PAYLOAD_BUCKET: the local
+// API's and the tests' in-process store. It does nothing with WithSink.
+func WithPayloadStore(store sink.PayloadStore) Option {
+	return func(o *options) { o.payloads = store }
+}
 
 // WithClock replaces time.Now for checking signed timestamps against the tolerance and for
 // the events' ReceivedAt. It does not change the idempotency core's clock, whose claim and

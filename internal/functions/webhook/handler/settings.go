@@ -41,7 +41,7 @@ const (
 	// Shopify, ...) ignore it.
 	EnvTolerance = "WEBHOOK_TOLERANCE"
 	// EnvMaxBody is the largest request body accepted, in bytes, after base64 decoding.
-	// Default apigw.DefaultBodyLimit (1 MiB); at most MaxBodyLimit.
+	// Default and maximum MaxBodyLimit (6 MiB); see defaultBodyLimit.
 	EnvMaxBody = "WEBHOOK_MAX_BODY"
 	// EnvFunctionName is set by Lambda; it becomes the function attribute of every log line.
 	// Outside Lambda the function is called webhook-<provider>.
