@@ -436,7 +436,7 @@ func testEveryKeyHasAnExpiry(t *testing.T, b backend) {
 	}
 }
 
-func TestSuiteOnMiniredis(t *testing.T)    { runSuite(t, miniredisBackend(t)) }
+func TestSuiteOnMiniredis(t *testing.T) { runSuite(t, miniredisBackend(t)) }
 
 // The same behaviour with fencing tokens on: the fenced claim is a script, not SET NX PX GET.
 func TestFencedSuiteOnMiniredis(t *testing.T) { runSuite(t, fenced(miniredisBackend(t))) }
