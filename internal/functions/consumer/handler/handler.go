@@ -121,7 +121,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		Client:       o.redis,
 		Settings:     settings,
 		RedisOptions: o.redisOpts,
-		GuardOptions: append(idemOpts, o.guardOpts...),
+		GuardOptions: append(append(idemOpts, idem.WithObserver(obs.GuardObserver(h.logger))), o.guardOpts...),
 	}); err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -272,6 +272,9 @@ const (
 	reasonSkipped          = "skipped"
 	reasonLockLost         = "lock_lost"
 	reasonResultNotStored  = "result_not_stored"
+	// reasonResultNotReplayable: the record ran (here or before) but its result could not be
+	// stored; a marker stands in for it and the record is not run again.
+	reasonResultNotReplayable = "result_not_replayable"
 )
 
 // logRecords writes one line per record.
@@ -301,6 +304,8 @@ func outcomeOf(r idemsqs.Record[struct{}]) (string, string) {
 		return obs.OutcomeError, reasonLockLost
 	case r.Kind == idem.NotStored:
 		return obs.OutcomeError, reasonResultNotStored
+	case r.Kind == idem.NotReplayable:
+		return obs.OutcomeError, reasonResultNotReplayable
 	case r.Kind == idem.Mismatch:
 		return obs.OutcomeError, reasonEventIDReused
 	case r.Kind == idem.Unavailable:
