@@ -149,8 +149,8 @@ func (c *pausedChild) signal(t *testing.T, sig syscall.Signal) {
 // pausedTally is what the rounds of one run measured.
 type pausedTally struct {
 	trials, sent, plainOpen, storeAccepted, ledgerCreated, ledgerFenced, ledgerExists, lockLost int
-	notHigher                                                                                  int
-	pause                                                                                      []time.Duration
+	notHigher                                                                                   int
+	pause                                                                                       []time.Duration
 }
 
 // runPausedOwner runs rounds of n paused-owner trials against the Redis at addrs: the child
