@@ -263,9 +263,10 @@ func (g *Guard) run(ctx context.Context, c *call, work Work) (Result, error) {
 // stored after the work succeeded becomes a marker: the work ran, and must not run again.
 func (g *Guard) runIn(ctx context.Context, c *call, work Work) (Result, error) {
 	res, err := runWork(ctx, work)
-	var unencodable *unencodableError
-	if errors.As(err, &unencodable) {
-		res, err, c.unreplayable = Result{}, nil, unencodable.err
+	if err != nil {
+		if unencodable := (*unencodableError)(nil); errors.As(err, &unencodable) {
+			res, err, c.unreplayable = Result{}, nil, unencodable.err
+		}
 	}
 	expires := g.opts.now().Add(g.opts.resultTTL)
 	if err == nil && c.unreplayable == nil {
