@@ -66,8 +66,12 @@ func New(client Client, opts ...Option) (*Guard, error) {
 // happened, and is what callers branch on:
 //
 //   - a new key is claimed, work runs with a context that ends at
-//     min(ctx deadline, claim time + lock TTL) - 500ms, and its result is stored for the
-//     result TTL (Executed; LockLost or NotStored when it ran but could not be stored);
+//     min(ctx deadline, claim time + lock TTL) - 500ms (by the clock: its Err and Done report
+//     the end even when its timer has not fired, after a pause of the process), carrying the
+//     claim's fencing token with WithFencing (FenceFrom), and its result is stored for the
+//     result TTL (Executed; LockLost or NotStored when it ran but could not be stored;
+//     NotReplayable, with Outcome.Ran, when the result cannot be stored at all: a marker is kept
+//     instead, and every later call of the key is NotReplayable without running work);
 //   - a completed key returns the stored result without running work (Replayed);
 //   - a key claimed by another owner (InProgress), or used with another fingerprint (Mismatch),
 //     returns at once;

@@ -62,8 +62,8 @@ func (k Kind) String() string {
 // Outcome is what Do reports for one call.
 type Outcome struct {
 	Kind Kind
-	// Result is the work's result (Executed, LockLost, NotStored, ExecutedUnguarded) or the
-	// stored one (Replayed). Its Body is shared with the local cache: do not modify it.
+	// Result is the work's result (Executed, LockLost, NotStored, ExecutedUnguarded, and
+	// NotReplayable when Ran) or the stored one (Replayed). Its Body is shared with the local cache: do not modify it.
 	Result Result
 	// RetryAfter is how long until an in-progress claim expires at the latest (InProgress).
 	RetryAfter time.Duration
