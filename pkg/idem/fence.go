@@ -34,8 +34,8 @@ const fenceSuffix = ":fence"
 //
 // The claim stays one round trip, a Lua script instead of SET NX PX GET. The token is
 // max(counter + 1, the server's TIME in microseconds); the counter is a key beside the record,
-// in the same cluster slot, that lives as long as the longer of the result and claim TTLs from
-// the key's last claim, so that keys no longer used leave nothing behind. Without the counter
+// in the same cluster slot, that lives for the result TTL from the key's last claim, as long as a
+// result would, so that keys no longer used leave nothing behind. Without the counter
 // (expired, evicted, or lost in a failover to a replica that had not received it) the server's
 // clock keeps the tokens increasing, as long as it has not been set back by more than the time
 // between the two claims. Default off.
@@ -60,7 +60,7 @@ func ContextWithFence(ctx context.Context, fence uint64) context.Context {
 
 // claimFencedArgs returns the keys and arguments of the fenced claim of c.
 func (g *Guard) claimFencedArgs(c *call) ([]string, []any) {
-	counterTTL := max(g.opts.resultTTL, c.lockTTL).Milliseconds()
+	counterTTL := g.opts.resultTTL.Milliseconds()
 	return []string{c.rk, c.rk + fenceSuffix}, []any{c.claim, c.lockTTL.Milliseconds(), counterTTL}
 }
 
