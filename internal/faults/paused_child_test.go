@@ -3,6 +3,7 @@ package faults
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,8 +15,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/internal/ledger"
 	"github.com/idemlambda/idem/internal/sink"
 	"github.com/idemlambda/idem/pkg/idem"
 )
@@ -71,6 +76,10 @@ func runPausedChild() int {
 		return 2
 	}
 	store := os.Getenv("PAUSED_STORE_URL")
+	var dyn *ledger.DynamoDB
+	if endpoint := os.Getenv("PAUSED_DYNAMO_ENDPOINT"); endpoint != "" {
+		dyn = ledger.NewDynamoDB(dynamoClient(endpoint), os.Getenv("PAUSED_DYNAMO_TABLE"))
+	}
 	var out sync.Mutex
 	say := func(format string, args ...any) {
 		out.Lock()
@@ -87,7 +96,7 @@ func runPausedChild() int {
 		resume := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { pausedWork(g, store, r, i, resume, say) })
+			wg.Go(func() { pausedWork(g, store, dyn, r, i, resume, say) })
 		}
 		if !in.Scan() || in.Text() != "go" {
 			fmt.Fprintln(os.Stderr, "child: want go")
@@ -101,7 +110,7 @@ func runPausedChild() int {
 }
 
 // pausedWork is one key's claim and work in the child.
-func pausedWork(g *idem.Guard, store string, r, i int, resume <-chan struct{}, say func(string, ...any)) {
+func pausedWork(g *idem.Guard, store string, dyn *ledger.DynamoDB, r, i int, resume <-chan struct{}, say func(string, ...any)) {
 	key := pausedKey(r, i)
 	var res string
 	out, _ := g.Do(context.Background(), idem.Key{Scope: "paused", ID: key}, idem.Fingerprint{}, func(ctx context.Context) (idem.Result, error) {
@@ -119,13 +128,45 @@ func pausedWork(g *idem.Guard, store string, r, i int, resume <-chan struct{}, s
 		_ = sink.NewLog(&w).Send(ctx, sink.Event{Provider: "stripe", ID: key, Body: []byte(`{}`)})
 		storeStatus := post(store+"/store", key, fence)
 		ledgerStatus := post(store+"/ledger", key, fence)
-		res = fmt.Sprintf("sent=%d plain=%s store=%s ledger=%s", w.n.Load(), plainState, storeStatus, ledgerStatus)
+		// The DynamoDB ledger, twice: with the work's context (the ledger's own check of the
+		// deadline), then with only the token, as a write already in flight.
+		dynLive, dynFlight := "none", "none"
+		if dyn != nil {
+			dynLive = paymentStatus(dyn.Create(ctx, key, dynamoPayment("pay_child_live_"+key)))
+			dynFlight = paymentStatus(dyn.Create(idem.ContextWithFence(context.Background(), fence), key, dynamoPayment("pay_child_"+key)))
+		}
+		res = fmt.Sprintf("sent=%d plain=%s store=%s ledger=%s dynamolive=%s dynamo=%s", w.n.Load(), plainState, storeStatus, ledgerStatus, dynLive, dynFlight)
 		return idem.Result{Status: 200}, nil
 	})
 	say("result %d %s kind=%s", i, res, out.Kind)
 }
 
 func pausedKey(r, i int) string { return fmt.Sprintf("paused_%d_%d", r, i) }
+
+// dynamoClient returns a DynamoDB client for the dynalite server at endpoint.
+func dynamoClient(endpoint string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{BaseEndpoint: aws.String(endpoint), Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+}
+
+func dynamoPayment(id string) ledger.Payment {
+	return ledger.Payment{ID: id, Principal: "p", Amount: 100, Currency: "EUR", Status: "succeeded"}
+}
+
+// paymentStatus names the answer of a ledger's Create.
+func paymentStatus(_ ledger.Payment, err error) string {
+	switch {
+	case err == nil:
+		return "created"
+	case errors.Is(err, ledger.ErrFenced):
+		return "fenced"
+	case errors.Is(err, ledger.ErrExists):
+		return "exists"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
+	}
+	return "error"
+}
 
 // post writes key with fence to the test's store endpoint, and returns its answer.
 func post(endpoint, key string, fence uint64) string {

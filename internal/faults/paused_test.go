@@ -148,24 +148,37 @@ func (c *pausedChild) signal(t *testing.T, sig syscall.Signal) {
 
 // pausedTally is what the rounds of one run measured.
 type pausedTally struct {
-	trials, sent, plainOpen, storeAccepted, ledgerCreated, ledgerFenced, ledgerExists, lockLost int
-	notHigher                                                                                   int
-	pause                                                                                       []time.Duration
+	trials, sent, plainOpen, storeAccepted, lockLost int
+	ledgerCreated, ledgerFenced, ledgerExists        int
+	notHigher                                        int
+	dynamoTrials, dynamoDeadline, dynamoFenced       int
+	dynamoCreated                                    int
+	pause                                            []time.Duration
 }
 
 // runPausedOwner runs rounds of n paused-owner trials against the Redis at addrs: the child
 // claims n keys and is stopped inside their works; once the claims have expired the test takes
 // every key over with its own guard (whose work writes the store and the ledger with its token);
 // then the child resumes and its works try their side effects.
-func runPausedOwner(t *testing.T, addrs []string, cluster, fencing bool, rounds, n int) pausedTally {
+func runPausedOwner(t *testing.T, addrs []string, cluster, fencing bool, rounds, n int, dynamo string) pausedTally {
 	t.Helper()
 	store := newFencedStore(fencing)
 	srv := httptest.NewServer(store)
 	t.Cleanup(srv.Close)
 	prefix := testsupport.UniquePrefix(t) + "paused"
-	child := startPausedChild(t, "PAUSED_REDIS_ADDRS="+strings.Join(addrs, ","),
-		"PAUSED_REDIS_CLUSTER="+strconv.FormatBool(cluster), "PAUSED_FENCING="+strconv.FormatBool(fencing),
-		"PAUSED_PREFIX="+prefix, "PAUSED_STORE_URL="+srv.URL)
+	env := []string{"PAUSED_REDIS_ADDRS=" + strings.Join(addrs, ","),
+		"PAUSED_REDIS_CLUSTER=" + strconv.FormatBool(cluster), "PAUSED_FENCING=" + strconv.FormatBool(fencing),
+		"PAUSED_PREFIX=" + prefix, "PAUSED_STORE_URL=" + srv.URL}
+	var dyn *ledger.DynamoDB
+	if dynamo != "" {
+		table := "paused-payments"
+		if err := ledger.CreateTable(context.Background(), dynamoClient(dynamo), table); err != nil {
+			t.Fatal(err)
+		}
+		dyn = ledger.NewDynamoDB(dynamoClient(dynamo), table)
+		env = append(env, "PAUSED_DYNAMO_ENDPOINT="+dynamo, "PAUSED_DYNAMO_TABLE="+table)
+	}
+	child := startPausedChild(t, env...)
 	var client idem.Client
 	if cluster {
 		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
@@ -212,6 +225,11 @@ func runPausedOwner(t *testing.T, addrs []string, cluster, fencing bool, rounds,
 					if got := store.pay(ctx, key, "pay_takeover_"+key); got != "created" {
 						t.Errorf("%s: the takeover's payment: %s", key, got)
 					}
+					if dyn != nil {
+						if got := paymentStatus(dyn.Create(ctx, key, dynamoPayment("pay_takeover_"+key))); got != "created" {
+							t.Errorf("%s: the takeover's DynamoDB payment: %s", key, got)
+						}
+					}
 					return idem.Result{Status: 200}, nil
 				})
 				if out.Kind == idem.Executed {
@@ -228,10 +246,22 @@ func runPausedOwner(t *testing.T, addrs []string, cluster, fencing bool, rounds,
 		child.signal(t, syscall.SIGCONT)
 		for range n {
 			var i, sent int
-			var plain, st, led, kind string
+			var plain, st, led, dynLive, dynFlight, kind string
 			line := child.next(t)
-			if _, err := fmt.Sscanf(line, "result %d sent=%d plain=%s store=%s ledger=%s kind=%s", &i, &sent, &plain, &st, &led, &kind); err != nil {
+			if _, err := fmt.Sscanf(line, "result %d sent=%d plain=%s store=%s ledger=%s dynamolive=%s dynamo=%s kind=%s", &i, &sent, &plain, &st, &led, &dynLive, &dynFlight, &kind); err != nil {
 				t.Fatalf("%q: %v", line, err)
+			}
+			if dyn != nil {
+				tally.dynamoTrials++
+				if dynLive == "deadline" {
+					tally.dynamoDeadline++
+				}
+				if dynFlight == "fenced" {
+					tally.dynamoFenced++
+				}
+				if dynLive == "created" || dynFlight == "created" {
+					tally.dynamoCreated++
+				}
 			}
 			tally.trials++
 			tally.sent += sent
@@ -273,7 +303,8 @@ func (p pausedTally) String() string {
 	return fmt.Sprintf("%d trials: sends after the deadline %d; timer-only check still open on resume %d; store writes accepted %d; "+
 		"ledger created %d, refused fenced %d, exists %d; completions refused (lock_lost) %d; pause p50 %s",
 		p.trials, p.sent, p.plainOpen, p.storeAccepted, p.ledgerCreated, p.ledgerFenced, p.ledgerExists, p.lockLost,
-		ms(median(p.pause)))
+		ms(median(p.pause))) + fmt.Sprintf("; DynamoDB ledger (%d trials): refused past the deadline %d, in flight refused fenced %d, created %d",
+		p.dynamoTrials, p.dynamoDeadline, p.dynamoFenced, p.dynamoCreated)
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -300,6 +331,10 @@ func checkFenced(t *testing.T, p pausedTally) {
 	if p.storeAccepted != 0 || p.ledgerCreated != 0 || p.ledgerExists != 0 {
 		t.Errorf("stale writes accepted: store %d, ledger %d (exists %d); want 0", p.storeAccepted, p.ledgerCreated, p.ledgerExists)
 	}
+	if p.dynamoCreated != 0 || p.dynamoFenced != p.dynamoTrials || p.dynamoDeadline != p.dynamoTrials {
+		t.Errorf("DynamoDB ledger: %d stale payments created, %d of %d refused past the deadline, %d of %d in flight refused fenced; want 0 and all",
+			p.dynamoCreated, p.dynamoDeadline, p.dynamoTrials, p.dynamoFenced, p.dynamoTrials)
+	}
 	if p.notHigher != 0 {
 		t.Errorf("%d takeovers carried a token not above the paused owner's", p.notHigher)
 	}
@@ -317,19 +352,27 @@ func TestPausedOwner(t *testing.T) {
 	const rounds, n = 8, 25
 	t.Run("RedisServer", func(t *testing.T) {
 		srv := testsupport.StartRedis(t)
-		p := runPausedOwner(t, []string{srv.Addr()}, false, true, rounds, n)
+		p := runPausedOwner(t, []string{srv.Addr()}, false, true, rounds, n, "")
 		checkFenced(t, p)
 		t.Logf("redis-server, fencing: %s", p)
 	})
 	t.Run("Cluster", func(t *testing.T) {
 		cl := testsupport.StartCluster(t, 3, 0)
-		p := runPausedOwner(t, cl.Addrs(), true, true, rounds, n)
+		p := runPausedOwner(t, cl.Addrs(), true, true, rounds, n, "")
 		checkFenced(t, p)
 		t.Logf("cluster, fencing: %s", p)
 	})
+	// The payments ledger on DynamoDB (dynalite): the child's Create with its work's context is
+	// refused by the ledger's own deadline check, and its Create already in flight by the token.
+	t.Run("RedisServerDynamoDBLedger", func(t *testing.T) {
+		srv := testsupport.StartRedis(t)
+		p := runPausedOwner(t, []string{srv.Addr()}, false, true, rounds, n, testsupport.StartDynalite(t))
+		checkFenced(t, p)
+		t.Logf("redis-server, fencing, DynamoDB ledger: %s", p)
+	})
 	t.Run("WithoutFencing", func(t *testing.T) {
 		srv := testsupport.StartRedis(t)
-		p := runPausedOwner(t, []string{srv.Addr()}, false, false, 2, n)
+		p := runPausedOwner(t, []string{srv.Addr()}, false, false, 2, n, "")
 		if p.sent != 0 {
 			t.Errorf("%d events sent past the deadline; want 0 (the sinks check the clock)", p.sent)
 		}
