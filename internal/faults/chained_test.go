@@ -24,14 +24,19 @@ import (
 // sender's retry interval. Asserted: the work runs once, and within a TTL plus a retry interval
 // plus the client's own timeouts after the fault ends.
 func TestChainedLostClaims(t *testing.T) {
+	t.Run("FaultLongerThanTheTTL", func(t *testing.T) { chainedLostClaims(t, time.Second, 3*time.Second) })
+	// A fault shorter than the TTL: the environment whose claim took the key claims again with
+	// the same token and finds it its own, instead of waiting for it to expire.
+	t.Run("FaultShorterThanTheTTL", func(t *testing.T) { chainedLostClaims(t, 3*time.Second, 600*time.Millisecond) })
+}
+
+func chainedLostClaims(t *testing.T, lockTTL, fault time.Duration) {
 	srv := testsupport.StartRedis(t)
 	admin := srv.NewClient()
 	proxy := testsupport.StartProxy(t, srv.Addr())
 	const (
-		lockTTL = 1 * time.Second
-		fault   = 3 * lockTTL
-		every   = 100 * time.Millisecond
-		envs    = 4
+		every = 100 * time.Millisecond
+		envs  = 4
 	)
 	clientBound := time.Duration(1+redisconn.DefaultMaxRetries)*(redisconn.DefaultDialTimeout+redisconn.DefaultWriteTimeout+redisconn.DefaultReadTimeout) + 100*time.Millisecond
 	guards := make([]*idem.Guard, envs)
@@ -39,13 +44,13 @@ func TestChainedLostClaims(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DialTimeout: redisconn.DefaultDialTimeout,
 			ReadTimeout: redisconn.DefaultReadTimeout, WriteTimeout: redisconn.DefaultWriteTimeout, MaxRetries: redisconn.DefaultMaxRetries})
 		t.Cleanup(func() { c.Close() })
-		g, err := idem.New(c, idem.WithPrefix(prefix), idem.WithLockTTL(lockTTL))
+		g, err := idem.New(c, idem.WithPrefix(prefix), idem.WithLockTTL(lockTTL), idem.WithResultTTL(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
 		guards[i] = g
 	}
-	key := idem.Key{Scope: "stripe", ID: "evt_chained"}
+	key := idem.Key{Scope: "stripe", ID: "evt_chained_" + lockTTL.String()}
 	rk := recordKey(prefix, "stripe", key.ID)
 
 	// Count the distinct claims Redis held for the key: each one a lost claim.

@@ -196,8 +196,14 @@ func (g *Guard) runBatch(ctx context.Context, items []Item, b []batchItem, claim
 			outs[i], errs[i], c.werr = out, err, err
 			return err
 		}
-		ictx := wctx
-		if g.opts.fencing {
+		var ictx context.Context = wctx
+		switch {
+		case c.workDeadline.Before(deadline.at):
+			// A claim of an earlier call whose reply was lost: it expires sooner.
+			own, cancel := newWorkContext(ctx, c.workDeadline, &c.call, g.opts.fencing)
+			defer cancel()
+			ictx = own
+		case g.opts.fencing:
 			ictx = &workContext{Context: inner, d: &deadline, fence: c.fence, fenced: true}
 		}
 		c.res, c.werr = g.runIn(ictx, &c.call, items[i].Work)

@@ -27,6 +27,7 @@ type Guard struct {
 	scripts *scriptRunner
 	opts    options
 	cache   *lru.Cache[string, cachedResult]
+	lost    lostClaims
 }
 
 type cachedResult struct {
@@ -163,7 +164,11 @@ func (g *Guard) start(c *call, key Key, fp Fingerprint, now time.Time) (out Outc
 		}
 		return out, false, nil
 	}
-	_, _ = rand.Read(c.tok[:]) // never fails since Go 1.24
+	if tok, ok := g.lost.take(c.rk, fp, now); ok {
+		c.tok = tok // our claim may be in Redis: claiming with its token finds it
+	} else {
+		_, _ = rand.Read(c.tok[:]) // never fails since Go 1.24
+	}
 	return Outcome{}, true, nil
 }
 
@@ -202,6 +207,9 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 	case errors.Is(err, redis.Nil):
 		return out, true, nil // the key was free
 	case err != nil:
+		if !isReply(err) {
+			g.lost.remember(c) // the claim may have taken the key
+		}
 		out.Kind = Unavailable
 		return out, false, fmt.Errorf("idem: claim: %w", err)
 	}
@@ -212,7 +220,9 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 	}
 	// A claim retried after its reply was lost finds its own record: still ours.
 	if !rec.completed && rec.token == c.tok {
+		// Our claim, taken by an earlier call whose reply was lost: it expires when it says.
 		c.fence = rec.fence
+		c.workDeadline = minTime(c.workDeadline, rec.expiresAt.Add(-safetyMargin))
 		return out, true, nil
 	}
 	out, err = g.observe(out, c, rec)
