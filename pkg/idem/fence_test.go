@@ -191,3 +191,17 @@ func TestWorkContextDoneClosesPastTheDeadline(t *testing.T) {
 		t.Fatalf("Err %v; want DeadlineExceeded", err)
 	}
 }
+
+// Wrap's function reads its claim's token from its context, as Do's work does.
+func TestWrapGivesItsFunctionTheToken(t *testing.T) {
+	b := miniredisBackend(t)
+	g := b.guard(t, b.newClient(t), WithFencing())
+	fn := Wrap(g, "orders", func(id string) string { return id }, nil, func(ctx context.Context, id string) (uint64, error) {
+		f, _ := FenceFrom(ctx)
+		return f, nil
+	})
+	f, err := fn(context.Background(), "order_1")
+	if err != nil || f == 0 {
+		t.Fatalf("Wrap: token %d, %v; want one", f, err)
+	}
+}
