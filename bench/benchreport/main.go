@@ -36,6 +36,9 @@ var paths = []path{
 	{"replay", "Replay", "FloorGet", 1.3, false},
 	{"in-progress duplicate", "InProgress", "FloorGet", 1.3, false},
 	{"first execution vs hand-written SET NX + minimal Lua CAS", "FirstExecution", "FloorClaimAndScript", 0, false},
+	// WithFencing: the claim is one script call (claim and token); its floor is one hand-written
+	// EVALSHA doing the same work, then the minimal Lua CAS.
+	{"fenced first execution vs hand-written fenced claim script + minimal Lua CAS", "FencedFirstExecution", "FloorFencedClaimAndScript", 1.2, true},
 	{"batch of 10 first deliveries vs one bare SET NX", "BatchFirstDelivery10", "FloorSetNX", 0, true},
 	{"batch of 10 first deliveries vs hand-written pipelined SET NX + Lua CAS", "BatchFirstDelivery10", "FloorBatchClaimAndScript10", 0, true},
 	{"SQS batch of 10 new records (idemsqs) vs one bare SET NX", "SQSBatch10", "FloorSetNX", 3.0, true},
@@ -43,6 +46,7 @@ var paths = []path{
 	{"floor: SET NX + minimal Lua CAS", "FloorClaimAndScript", "FloorClaimAndScript", 0, false},
 	{"floor: 10 SET NX + 10 Lua CAS, 2 pipelines", "FloorBatchClaimAndScript10", "FloorBatchClaimAndScript10", 0, true},
 	{"floor: bare GET", "FloorGet", "FloorGet", 0, false},
+	{"floor: fenced claim script + minimal Lua CAS", "FloorFencedClaimAndScript", "FloorFencedClaimAndScript", 0, true},
 	// The same batches and floor through a proxy adding 100 µs to each direction of a round trip
 	// (a network like that between Lambda and ElastiCache in one VPC), beside the loopback rows.
 	{"VPC proxy: batch of 10 first deliveries vs one bare SET NX", "VPCBatchFirstDelivery10", "VPCFloorSetNX", 0, true},

@@ -10,6 +10,9 @@
 //	TestSlowRedisDeadlinesHold                     latency, dropped connections and a blackhole
 //	TestClusterMasterKilledUnderLoad               a Redis Cluster master killed while load runs (Unix)
 //	TestMemoryPressureEviction                     maxmemory with allkeys-lru, volatile-lru, volatile-ttl and noeviction
+//	TestPausedOwner                                a real process stopped (SIGSTOP) past its claims, fenced and not
+//	TestFenceIncreasesAcrossARestartWithPersistence  fencing tokens after a restart from the append-only file
+//	TestChainedLostClaims                          the wait behind claims whose replies were lost
 //
 // Each test asserts the properties the design promises under its fault (no work without a
 // claim, fail closed while Redis is unreachable, no duplicate while the record survives, full

@@ -16,5 +16,8 @@ func (quiet) Printf(context.Context, string, ...any) {}
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{})
+	if os.Getenv(pausedChildEnv) == "1" {
+		os.Exit(runPausedChild()) // the paused owner of TestPausedOwner
+	}
 	os.Exit(m.Run())
 }

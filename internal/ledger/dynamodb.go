@@ -87,7 +87,7 @@ func NewDynamoDB(client DynamoDBAPI, table string) *DynamoDB {
 
 // Create implements [Ledger].
 func (d *DynamoDB) Create(ctx context.Context, scopedKey string, p Payment) (Payment, error) {
-	p, err := prepare(scopedKey, p)
+	p, err := prepare(ctx, scopedKey, p)
 	if err != nil {
 		return Payment{}, err
 	}
@@ -133,6 +133,9 @@ func (d *DynamoDB) createInTransaction(ctx context.Context, scopedKey string, p 
 		put(payPrefix + p.ID),
 	}}
 	for attempt := 1; ; attempt++ {
+		if err := live(ctx); err != nil {
+			return Payment{}, fmt.Errorf("ledger: create payment %s: %w", p.ID, err)
+		}
 		_, err := d.client.TransactWriteItems(ctx, in)
 		if err == nil {
 			return p, nil
@@ -144,7 +147,11 @@ func (d *DynamoDB) createInTransaction(ctx context.Context, scopedKey string, p 
 		keyReason, idReason := reason(canceled, 0), reason(canceled, 1)
 		switch {
 		case keyReason.code == "ConditionalCheckFailed":
-			return d.existing(ctx, scopedKey, keyReason.item)
+			existing, err := d.existing(ctx, scopedKey, keyReason.item)
+			if !errors.Is(err, ErrExists) {
+				return Payment{}, err
+			}
+			return refused(ctx, existing)
 		case idReason.code == "ConditionalCheckFailed":
 			return Payment{}, fmt.Errorf("%w: %s", ErrDuplicateID, p.ID)
 		case attempt < transactAttempts && (retryable(keyReason.code) || retryable(idReason.code)):
@@ -159,6 +166,9 @@ func (d *DynamoDB) createInTransaction(ctx context.Context, scopedKey string, p 
 
 // createInSequence writes the key item, then the id item, for endpoints without transactions.
 func (d *DynamoDB) createInSequence(ctx context.Context, scopedKey string, p Payment) (Payment, error) {
+	if err := live(ctx); err != nil {
+		return Payment{}, fmt.Errorf("ledger: create payment %s: %w", p.ID, err)
+	}
 	_, err := d.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(d.table),
 		Item:                                encode(keyPrefix+scopedKey, scopedKey, p),
@@ -177,7 +187,7 @@ func (d *DynamoDB) createInSequence(ctx context.Context, scopedKey string, p Pay
 		if err := d.putIDItem(ctx, scopedKey, existing); err != nil {
 			return Payment{}, err
 		}
-		return existing, ErrExists
+		return refused(ctx, existing)
 	case err != nil:
 		return Payment{}, fmt.Errorf("ledger: create payment %s: %w", p.ID, err)
 	}
@@ -326,7 +336,7 @@ func pk(v string) map[string]types.AttributeValue {
 
 // encode returns the item for p with partition key pkValue.
 func encode(pkValue, scopedKey string, p Payment) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
+	item := map[string]types.AttributeValue{
 		attrPK:        str(pkValue),
 		"key":         str(scopedKey),
 		"id":          str(p.ID),
@@ -337,6 +347,10 @@ func encode(pkValue, scopedKey string, p Payment) map[string]types.AttributeValu
 		"created_at":  str(p.CreatedAt.UTC().Format(time.RFC3339Nano)),
 		"fingerprint": str(p.Fingerprint),
 	}
+	if p.Fence != 0 {
+		item["fence"] = &types.AttributeValueMemberN{Value: strconv.FormatUint(p.Fence, 10)}
+	}
+	return item
 }
 
 // decode returns the payment in item and the scoped key it was created under.
@@ -364,6 +378,13 @@ func decode(item map[string]types.AttributeValue) (Payment, string, error) {
 		errs = append(errs, fmt.Errorf("attribute amount: %w", err))
 	} else {
 		p.Amount = amount
+	}
+	if n, ok := item["fence"].(*types.AttributeValueMemberN); ok {
+		fence, err := strconv.ParseUint(n.Value, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("attribute fence: %w", err))
+		}
+		p.Fence = fence
 	}
 	if created := s("created_at"); created != "" {
 		t, err := time.Parse(time.RFC3339Nano, created)

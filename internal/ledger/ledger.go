@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/idemlambda/idem/pkg/idem"
 )
 
 // Sentinel errors callers branch on with errors.Is.
@@ -25,6 +27,11 @@ var (
 	// ErrDuplicateID is returned by Create when another key already holds a payment with the same
 	// id. Nothing is written; the caller should generate a new id.
 	ErrDuplicateID = errors.New("ledger: payment id already used")
+	// ErrFenced is returned by Create when the payment for the scoped key was written under a
+	// claim with a larger fencing token than the caller's: the caller's claim was taken over
+	// (it was paused or slow past it) and nothing is written. The payment is not returned: it is
+	// the new owner's to report.
+	ErrFenced = errors.New("ledger: refused: a later claim of this key wrote the payment")
 )
 
 // MaxKeyLen is the longest scoped key or payment id accepted, in bytes. It keeps the DynamoDB
@@ -50,13 +57,20 @@ type Payment struct {
 	// Fingerprint is the hash of the request that created the payment, kept so a retry can be
 	// checked against the original request.
 	Fingerprint string `json:"-"`
+	// Fence is the fencing token of the claim that wrote the payment (idem.FenceFrom of the
+	// context Create was called with), 0 when it had none.
+	Fence uint64 `json:"-"`
 }
 
 // Ledger stores payments durably, at most one per scoped idempotency key.
 type Ledger interface {
 	// Create writes p under scopedKey with a conditional write (only if no payment exists for
 	// that key). If one already exists it returns the existing payment and ErrExists (so a retry
-	// after a lost cache record returns the original payment). If p.ID is already used under
+	// after a lost cache record returns the original payment), or ErrFenced and nothing when the
+	// payment was written under a larger fencing token than the one ctx carries
+	// (idem.FenceFrom): the caller's claim was taken over. Create reads ctx's token itself and
+	// records it with the payment; it refuses to write once ctx is done or past its deadline,
+	// checked immediately before the write. If p.ID is already used under
 	// another key it returns ErrDuplicateID and writes nothing. On success it returns p as
 	// stored (CreatedAt in UTC).
 	Create(ctx context.Context, scopedKey string, p Payment) (Payment, error)
@@ -65,8 +79,31 @@ type Ledger interface {
 	Get(ctx context.Context, principal, id string) (Payment, error)
 }
 
-// prepare checks the arguments of Create and returns p in its stored form.
-func prepare(scopedKey string, p Payment) (Payment, error) {
+// live returns why the work that ctx belongs to must not write any more, or nil: ctx is done, or
+// its deadline has passed by the clock even if its timer has not fired yet (a process resumed
+// after a pause runs its goroutines before its timers).
+func live(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// refused returns ErrFenced when existing was written under a larger fencing token than
+// the caller's, else existing with ErrExists.
+func refused(ctx context.Context, existing Payment) (Payment, error) {
+	if fence, ok := idem.FenceFrom(ctx); ok && fence < existing.Fence {
+		return Payment{}, fmt.Errorf("%w (token %d, the payment's %d)", ErrFenced, fence, existing.Fence)
+	}
+	return existing, ErrExists
+}
+
+// prepare checks the arguments of Create and returns p in its stored form, with ctx's fencing
+// token.
+func prepare(ctx context.Context, scopedKey string, p Payment) (Payment, error) {
 	switch {
 	case scopedKey == "":
 		return Payment{}, errors.New("ledger: empty scoped key")
@@ -80,5 +117,6 @@ func prepare(scopedKey string, p Payment) (Payment, error) {
 		return Payment{}, errors.New("ledger: payment has no principal")
 	}
 	p.CreatedAt = p.CreatedAt.UTC()
+	p.Fence, _ = idem.FenceFrom(ctx)
 	return p, nil
 }

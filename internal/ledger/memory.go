@@ -24,17 +24,17 @@ func NewMemory() *Memory {
 
 // Create implements [Ledger].
 func (m *Memory) Create(ctx context.Context, scopedKey string, p Payment) (Payment, error) {
-	p, err := prepare(scopedKey, p)
+	p, err := prepare(ctx, scopedKey, p)
 	if err != nil {
 		return Payment{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Payment{}, fmt.Errorf("ledger: create payment %s: %w", p.ID, err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if existing, ok := m.byKey[scopedKey]; ok {
-		return existing, ErrExists
+		return refused(ctx, existing)
+	}
+	if err := live(ctx); err != nil {
+		return Payment{}, fmt.Errorf("ledger: create payment %s: %w", p.ID, err)
 	}
 	if _, ok := m.byID[p.ID]; ok {
 		return Payment{}, fmt.Errorf("%w: %s", ErrDuplicateID, p.ID)

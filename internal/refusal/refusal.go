@@ -36,6 +36,10 @@ const (
 	CodeUnauthenticated = "unauthenticated"
 	// CodeInProgress (409): the first request with this key is still running.
 	CodeInProgress = "idempotency_key_in_use"
+	// CodeResultUnavailable (409): the first request with this key ran, but its response could
+	// not be stored (over 256 KiB once encoded), so it cannot be sent again; the handler does not
+	// run again either. No retry-after: retrying changes nothing.
+	CodeResultUnavailable = "idempotency_result_unavailable"
 	// CodeBodyTooLarge (413): a body over the limit.
 	CodeBodyTooLarge = "body_too_large"
 	// CodeKeyReused (422): the key came before with another payload.
@@ -61,6 +65,8 @@ type Refusal struct {
 //
 //	InProgress   409 idempotency_key_in_use   retry-after: RetryAfter
 //	Mismatch     422 idempotency_key_reused
+//	NotReplayable 409 idempotency_result_unavailable (a later call; the call that ran the
+//	             handler has its response, Outcome.Ran)
 //	Unavailable  503 store_unavailable        retry-after: RetryAfter
 //	InvalidKey   400 invalid_idempotency_key
 //
@@ -73,6 +79,13 @@ func Of(k idem.Kind) (r Refusal, ok bool) {
 	case idem.InProgress:
 		return Refusal{Status: 409, Code: CodeInProgress, RetryAfter: RetryAfter,
 			Message: "a request with this idempotency key is still being processed; retry it later"}, true
+	case idem.NotReplayable:
+		// 409, as for a key in use: the key's state, not the request, is the conflict. It is not
+		// 422, which the IETF draft gives to a key reused with another payload (the client's
+		// mistake), nor a 5xx, which clients retry: this request was processed and retrying it
+		// cannot bring its response back. The code tells it from idempotency_key_in_use.
+		return Refusal{Status: 409, Code: CodeResultUnavailable,
+			Message: "the request with this idempotency key was processed, but its response was too large to keep; it will not run again"}, true
 	case idem.Mismatch:
 		return Refusal{Status: 422, Code: CodeKeyReused,
 			Message: "this idempotency key was already used with a different request"}, true

@@ -122,6 +122,9 @@ func (b *EventBridge) Send(ctx context.Context, e Event) error {
 		}
 	}
 
+	if err := live(ctx); err != nil {
+		return fmt.Errorf("sink: eventbridge put %s event %s: not sent: %w", e.Provider, e.ID, err)
+	}
 	out, err := b.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{entry}})
 	if err != nil {
 		return fmt.Errorf("sink: eventbridge put %s event %s: %w", e.Provider, e.ID, err)

@@ -36,7 +36,7 @@ type logLine struct {
 
 // Send writes e as one line. It returns an error if the body is not JSON or
 // the write fails.
-func (l *Log) Send(_ context.Context, e Event) error {
+func (l *Log) Send(ctx context.Context, e Event) error {
 	b, err := json.Marshal(logLine{Metadata: metaOf(e), Body: rawJSON(e.Body)})
 	if err != nil {
 		return fmt.Errorf("sink: encode %s event %s for log: %w", e.Provider, e.ID, err)
@@ -45,6 +45,9 @@ func (l *Log) Send(_ context.Context, e Event) error {
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := live(ctx); err != nil {
+		return fmt.Errorf("sink: write %s event %s to log: not written: %w", e.Provider, e.ID, err)
+	}
 	if _, err := l.w.Write(b); err != nil {
 		return fmt.Errorf("sink: write %s event %s to log: %w", e.Provider, e.ID, err)
 	}

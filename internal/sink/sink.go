@@ -77,8 +77,24 @@ func (e Event) Signed() []string {
 // Sink receives verified, first-seen events.
 type Sink interface {
 	// Send delivers e, or returns an error wrapped with context. It must not
-	// report success for an event it did not deliver whole.
+	// report success for an event it did not deliver whole, and sends nothing
+	// once ctx is done or past its deadline (checked immediately before the
+	// send).
 	Send(ctx context.Context, e Event) error
+}
+
+// live returns why the work that ctx belongs to must not send any more, or nil: ctx is done, or
+// its deadline has passed by the clock even if its timer has not fired yet (a process resumed
+// after a pause runs its goroutines before its timers). Every sink calls it immediately before
+// its side effect: past the deadline the idempotency claim may be another owner's.
+func live(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // ErrTooLarge is returned (wrapped) when an event does not fit in one message

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idemlambda/idem/internal/testsupport"
 )
@@ -210,4 +214,43 @@ func TestEveryEnvelopeSaysWhichMembersWereSigned(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pastDeadline is a context whose deadline has passed but which does not report it, as a
+// context.WithDeadline of a process resumed after a pause does until its timer fires.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// No sink sends once its context is past its deadline, even when the context does not say so
+// yet: the claim the work runs under may be another owner's by then.
+func TestSinksSendNothingPastTheDeadline(t *testing.T) {
+	ctx := pastDeadline{context.Background()}
+	e := Event{Provider: "stripe", ID: "evt_late", Body: []byte(`{}`)}
+	var out bytes.Buffer
+	if err := NewLog(&out).Send(ctx, e); !errors.Is(err, context.DeadlineExceeded) || out.Len() != 0 {
+		t.Errorf("log sink: %v, %d bytes written; want DeadlineExceeded and nothing", err, out.Len())
+	}
+	sq := &recordingSQS{}
+	if err := NewSQS(sq, "https://sqs.eu-west-1.amazonaws.com/1/q").Send(ctx, e); !errors.Is(err, context.DeadlineExceeded) || sq.calls != 0 {
+		t.Errorf("sqs sink: %v, %d sends; want DeadlineExceeded and none", err, sq.calls)
+	}
+	eb := &recordingEventBridge{}
+	if err := NewEventBridge(eb, "bus").Send(ctx, e); !errors.Is(err, context.DeadlineExceeded) || eb.calls != 0 {
+		t.Errorf("eventbridge sink: %v, %d puts; want DeadlineExceeded and none", err, eb.calls)
+	}
+}
+
+type recordingSQS struct{ calls int }
+
+func (r *recordingSQS) SendMessage(context.Context, *sqs.SendMessageInput, ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	r.calls++
+	return &sqs.SendMessageOutput{}, nil
+}
+
+type recordingEventBridge struct{ calls int }
+
+func (r *recordingEventBridge) PutEvents(context.Context, *eventbridge.PutEventsInput, ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	r.calls++
+	return &eventbridge.PutEventsOutput{}, nil
 }

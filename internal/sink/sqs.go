@@ -136,6 +136,9 @@ func (s *SQS) Send(ctx context.Context, e Event) error {
 		in.MessageGroupId = aws.String(sqsToken(e.Provider + ":" + group))
 	}
 
+	if err := live(ctx); err != nil {
+		return fmt.Errorf("sink: sqs send %s event %s: not sent: %w", e.Provider, e.ID, err)
+	}
 	if _, err := s.client.SendMessage(ctx, in); err != nil {
 		return fmt.Errorf("sink: sqs send %s event %s: %w", e.Provider, e.ID, err)
 	}

@@ -93,14 +93,19 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 	}
 
 	// Claim every key.
-	var px any = b[sent[0]].lockTTL.Milliseconds() // the same for all: boxed once
-	trips := g.pipelined(ctx, b, sent, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
-		return p.Do(ctx, claimArgs(&c.call, px)...)
-	})
+	var trips int
+	if g.opts.fencing {
+		trips = g.claimBatchFenced(ctx, b, sent)
+	} else {
+		var px any = b[sent[0]].lockTTL.Milliseconds() // the same for all: boxed once
+		trips = g.pipelined(ctx, b, sent, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
+			return p.Do(ctx, claimArgs(&c.call, px)...)
+		})
+	}
 	var full, claimed []int
 	for _, i := range sent {
 		c := &b[i]
-		stored, err := c.reply.Text()
+		stored, err := g.claimReply(c)
 		switch {
 		case err == nil || errors.Is(err, redis.Nil): // a record, or a free key
 		case isOOM(err):
@@ -156,6 +161,7 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 	}
 	for _, i := range sent {
 		outs[i].RoundTrips = trips
+		g.notify(&b[i].call, outs[i], errs[i])
 	}
 	return outs, errs
 }
@@ -167,9 +173,12 @@ func (g *Guard) runBatch(ctx context.Context, items []Item, b []batchItem, claim
 		b[i].state.Store(1)
 		b[i].werr = errNotRun
 	}
-	// The claims share their start time and lock TTL, hence their work deadline: one context.
-	wctx, cancel := context.WithDeadline(ctx, b[claimed[0]].workDeadline)
-	defer cancel()
+	// The claims share their start time and lock TTL, hence their work deadline: one timer. With
+	// fencing each work has its own context, for its own token.
+	var deadline workDeadline
+	inner := newWorkDeadline(ctx, b[claimed[0]].workDeadline, &deadline)
+	defer deadline.cancel()
+	wctx := &workContext{Context: inner, d: &deadline}
 	work := func(i int) error {
 		if i >= 0 && i < len(items) && b[i].state.Load() == 0 {
 			// Answered at the claim, before run: its outcome is settled and not written again.
@@ -187,7 +196,17 @@ func (g *Guard) runBatch(ctx context.Context, items []Item, b []batchItem, claim
 			outs[i], errs[i], c.werr = out, err, err
 			return err
 		}
-		c.res, c.werr = g.runIn(wctx, &c.call, items[i].Work)
+		var ictx context.Context = wctx
+		switch {
+		case c.workDeadline.Before(deadline.at):
+			// A claim of an earlier call whose reply was lost: it expires sooner.
+			own, cancel := newWorkContext(ctx, c.workDeadline, &c.call, g.opts.fencing)
+			defer cancel()
+			ictx = own
+		case g.opts.fencing:
+			ictx = &workContext{Context: inner, d: &deadline, fence: c.fence, fenced: true}
+		}
+		c.res, c.werr = g.runIn(ictx, &c.call, items[i].Work)
 		return c.werr
 	}
 	if run == nil {

@@ -154,6 +154,45 @@ func BenchmarkFloorClaimAndScript(b *testing.B) {
 	})
 }
 
+// BenchmarkFencedFirstExecution is BenchmarkFirstExecution with WithFencing: the claim is one
+// call of the fenced claim script instead of SET NX PX GET.
+func BenchmarkFencedFirstExecution(b *testing.B) {
+	c := benchClient(b)
+	g, err := New(c.Client, WithFencing())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.Do(context.Background(), Key{Scope: "bench", ID: "warm"}, Fingerprint{}, benchWork)
+	benchDo(b, c, g, Executed, func(i int) Key { return Key{Scope: "bench", ID: "evt_" + strconv.Itoa(i)} })
+}
+
+// minimalFencedClaim is the least a fenced claim can do in one call: read the record, draw a
+// token from the clock and the counter, write both.
+var minimalFencedClaim = redis.NewScript(`if redis.call('GET', KEYS[1]) then return 0 end
+local t = redis.call('TIME')
+local f = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, t[1] * 1000000 + t[2])
+redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX', ARGV[3])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return f`)
+
+// BenchmarkFloorFencedClaimAndScript is the hand-written minimum of a fenced first execution:
+// one EVALSHA that claims and draws a token, and the minimal Lua compare-and-set.
+func BenchmarkFloorFencedClaimAndScript(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	minimalFencedClaim.Load(ctx, c.Client)
+	minimalCAS.Load(ctx, c.Client)
+	measure(b, c, func(i int) {
+		key := "floor:fcas:{" + strconv.Itoa(i) + "}"
+		if err := minimalFencedClaim.EvalSha(ctx, c.Client, []string{key, key + ":fence"}, "owner", 60000, 86400000).Err(); err != nil {
+			b.Fatal(err)
+		}
+		if err := minimalCAS.EvalSha(ctx, c.Client, []string{key}, "owner", benchResult.Body, 86400000).Err(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // BenchmarkBatchFirstDelivery10 is a batch of 10 first deliveries, as an SQS batch handler sees
 // one: 10 claims in one pipelined round trip, 10 results stored in one more. Compare it with
 // BenchmarkFloorSetNX, a single bare SET NX.

@@ -21,8 +21,12 @@
 // claim needs SET with both NX and GET, which Redis 7.0, Valkey 7.2 and later accept.
 //
 // The context passed to the work ends 500ms before the claim can expire and before the
-// invocation's own deadline (see WithLockTTL), so work that overruns is cancelled while the claim
-// still protects it. Nothing is cached unless the work succeeds.
+// invocation's own deadline (see WithLockTTL), by the clock even when its timer has not fired, so
+// work that overruns, or resumes after its process was paused, finds its context ended before
+// another owner can hold the key. A side effect already under way when a pause began is not
+// stopped by that: WithFencing gives every claim a token (FenceFrom) that a downstream store
+// checks. Nothing is cached unless the work succeeds; a result that cannot be stored after the
+// work succeeded leaves a marker (NotReplayable) so that the work does not run again.
 //
 // Do reports what happened through Outcome.Kind. Wrap turns any func(context.Context, In)
 // (Out, error) into one that runs once per key, with results stored as JSON, and reports through

@@ -27,6 +27,7 @@ type Guard struct {
 	scripts *scriptRunner
 	opts    options
 	cache   *lru.Cache[string, cachedResult]
+	lost    lostClaims
 }
 
 type cachedResult struct {
@@ -66,8 +67,12 @@ func New(client Client, opts ...Option) (*Guard, error) {
 // happened, and is what callers branch on:
 //
 //   - a new key is claimed, work runs with a context that ends at
-//     min(ctx deadline, claim time + lock TTL) - 500ms, and its result is stored for the
-//     result TTL (Executed; LockLost or NotStored when it ran but could not be stored);
+//     min(ctx deadline, claim time + lock TTL) - 500ms (by the clock: its Err and Done report
+//     the end even when its timer has not fired, after a pause of the process), carrying the
+//     claim's fencing token with WithFencing (FenceFrom), and its result is stored for the
+//     result TTL (Executed; LockLost or NotStored when it ran but could not be stored;
+//     NotReplayable, with Outcome.Ran, when the result cannot be stored at all: a marker is kept
+//     instead, and every later call of the key is NotReplayable without running work);
 //   - a completed key returns the stored result without running work (Replayed);
 //   - a key claimed by another owner (InProgress), or used with another fingerprint (Mismatch),
 //     returns at once;
@@ -83,12 +88,25 @@ func New(client Client, opts ...Option) (*Guard, error) {
 // own error (LockLost and NotStored have no sentinel: the work ran, see Kind).
 func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Outcome, error) {
 	c := &call{}
+	out, err := g.do(ctx, c, key, fp, work)
+	g.notify(c, out, err)
+	return out, err
+}
+
+// do is Do, before the observer hears of the outcome.
+func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work Work) (Outcome, error) {
 	if out, ok, err := g.start(c, key, fp, g.opts.now()); !ok {
 		return out, err
 	}
 	c.deadlines(ctx, g.opts)
-	stored, cerr := g.client.Do(ctx, claimArgs(c, c.lockTTL.Milliseconds())...).Text()
+	var stored string
+	var cerr error
 	out := Outcome{RoundTrips: 1}
+	if g.opts.fencing {
+		stored, out.RoundTrips, cerr = g.claimFenced(ctx, c)
+	} else {
+		stored, cerr = g.client.Do(ctx, claimArgs(c, c.lockTTL.Milliseconds())...).Text()
+	}
 	if isOOM(cerr) {
 		out.RoundTrips++
 		stored, cerr = g.client.Do(ctx, "get", c.rk).Text()
@@ -124,6 +142,11 @@ type call struct {
 	// claim is our in-progress record; result the completed record, once the work succeeded.
 	claim, result []byte
 	tok           token
+	// fence is the claim's fencing token (WithFencing), 0 without one.
+	fence uint64
+	// unreplayable explains why the result of work that succeeded is not stored: result is
+	// then a marker (encodeMarker).
+	unreplayable error
 }
 
 // owner is the prefix of our records that the scripts compare: version, kind 'P', token.
@@ -142,7 +165,11 @@ func (g *Guard) start(c *call, key Key, fp Fingerprint, now time.Time) (out Outc
 		}
 		return out, false, nil
 	}
-	_, _ = rand.Read(c.tok[:]) // never fails since Go 1.24
+	if tok, ok := g.lost.take(c.rk, fp, now); ok {
+		c.tok = tok // our claim may be in Redis: claiming with its token finds it
+	} else {
+		_, _ = rand.Read(c.tok[:]) // never fails since Go 1.24
+	}
 	return Outcome{}, true, nil
 }
 
@@ -181,6 +208,9 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 	case errors.Is(err, redis.Nil):
 		return out, true, nil // the key was free
 	case err != nil:
+		if !isReply(err) {
+			g.lost.remember(c) // the claim may have taken the key
+		}
 		out.Kind = Unavailable
 		return out, false, fmt.Errorf("%w: claim: %w", ErrUnavailable, err)
 	}
@@ -191,6 +221,9 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 	}
 	// A claim retried after its reply was lost finds its own record: still ours.
 	if !rec.completed && rec.token == c.tok {
+		// Our claim, taken by an earlier call whose reply was lost: it expires when it says.
+		c.fence = rec.fence
+		c.workDeadline = minTime(c.workDeadline, rec.expiresAt.Add(-safetyMargin))
 		return out, true, nil
 	}
 	out, err = g.observe(out, c, rec)
@@ -219,6 +252,9 @@ func (g *Guard) observe(out Outcome, c *call, rec record) (Outcome, error) {
 	case rec.fingerprint != c.fp:
 		out.Kind = Mismatch
 		return out, errMismatch
+	case rec.unreplayable:
+		out.Kind = NotReplayable
+		return out, fmt.Errorf("%w: the work ran and will not run again", ErrNotReplayable)
 	case rec.completed:
 		out.Kind = Replayed
 		out.Result = rec.result
@@ -233,19 +269,35 @@ func (g *Guard) observe(out Outcome, c *call, rec record) (Outcome, error) {
 
 // run runs work under the call's deadline and encodes its result. An error means the work failed.
 func (g *Guard) run(ctx context.Context, c *call, work Work) (Result, error) {
-	wctx, cancel := context.WithDeadline(ctx, c.workDeadline)
+	wctx, cancel := newWorkContext(ctx, c.workDeadline, c, g.opts.fencing)
 	defer cancel()
 	return g.runIn(wctx, c, work)
 }
 
-// runIn is run with ctx already ending at the call's work deadline.
+// runIn is run with ctx already ending at the call's work deadline. A result that cannot be
+// stored after the work succeeded becomes a marker: the work ran, and must not run again.
 func (g *Guard) runIn(ctx context.Context, c *call, work Work) (Result, error) {
 	res, err := runWork(ctx, work)
-	if err == nil {
-		c.result, err = encodeCompleted(c.tok, c.fp, g.opts.now().Add(g.opts.resultTTL), res, maxResultSize)
+	if err != nil {
+		if unencodable := (*unencodableError)(nil); errors.As(err, &unencodable) {
+			res, err, c.unreplayable = Result{}, nil, unencodable.err
+		}
+	}
+	expires := g.opts.now().Add(g.opts.resultTTL)
+	if err == nil && c.unreplayable == nil {
+		c.result, c.unreplayable = encodeCompleted(c.tok, c.fp, expires, res, maxResultSize)
+	}
+	if c.unreplayable != nil {
+		c.result = encodeMarker(c.tok, c.fp, expires)
 	}
 	return res, err
 }
+
+// unencodableError is the error of a work that ran and succeeded, but whose result could not be
+// encoded (Wrap's JSON): the guard keeps a marker instead of releasing the claim.
+type unencodableError struct{ err error }
+
+func (e *unencodableError) Error() string { return e.err.Error() }
 
 // released turns the reply to the release script into the outcome of failed work.
 func released(out Outcome, werr error, n int64, err error) (Outcome, error) {
@@ -261,11 +313,14 @@ func released(out Outcome, werr error, n int64, err error) (Outcome, error) {
 
 // completed turns the reply to the complete script into the outcome of work that succeeded.
 func (g *Guard) completed(c *call, out Outcome, res Result, n int64, err error) (Outcome, error) {
-	out.Result = res
+	out.Result, out.Ran = res, true
 	switch {
 	case err != nil:
 		out.Kind = NotStored
 		return out, fmt.Errorf("idem: result not stored: %w", err)
+	case (n == scriptDone || n == scriptAlreadyOurs) && c.unreplayable != nil:
+		out.Kind = NotReplayable
+		return out, fmt.Errorf("%w: kept a marker instead: %w", ErrNotReplayable, c.unreplayable)
 	case n == scriptDone || n == scriptAlreadyOurs:
 		out.Kind = Executed
 		g.remember(c.rk, c.fp, res, g.opts.now().Add(g.opts.resultTTL))
@@ -293,13 +348,17 @@ func (g *Guard) runUnguarded(ctx context.Context, work Work) (Outcome, error) {
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d.Add(-safetyMargin)
 	}
-	wctx, cancel := context.WithDeadline(ctx, deadline)
+	wctx, cancel := newWorkContext(ctx, deadline, &call{}, false)
 	defer cancel()
 	res, err := runWork(wctx, work)
+	var unencodable *unencodableError
+	if errors.As(err, &unencodable) {
+		return Outcome{Kind: ExecutedUnguarded, RoundTrips: 1, Ran: true}, nil
+	}
 	if err != nil {
 		return Outcome{Kind: Failed, RoundTrips: 1}, fmt.Errorf("idem: work failed (unguarded, the store is unreachable): %w", err)
 	}
-	return Outcome{Kind: ExecutedUnguarded, Result: res, RoundTrips: 1}, nil
+	return Outcome{Kind: ExecutedUnguarded, Result: res, RoundTrips: 1, Ran: true}, nil
 }
 
 func (g *Guard) fromCache(rk string, fp Fingerprint, now time.Time) (Outcome, bool) {

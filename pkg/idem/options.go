@@ -32,6 +32,8 @@ type options struct {
 	cacheSize int
 	cacheTTL  time.Duration
 	now       func() time.Time
+	fencing   bool
+	observe   func(Observation)
 }
 
 func defaultOptions() options {

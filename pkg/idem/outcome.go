@@ -40,16 +40,23 @@ const (
 	// InvalidKey: the key failed validation; nothing was sent to the store. The error matches
 	// ErrInvalidKey.
 	InvalidKey
-	// Failed: the work returned an error, panicked, ran out of time, or produced a result too
-	// large to store. The claim was released (when the store allowed) and nothing was cached.
+	// Failed: the work returned an error, panicked or ran out of time. The claim was released
+	// (when the store allowed) and nothing was cached.
 	Failed
+	// NotReplayable: the work ran and succeeded, but its result cannot be stored (over the
+	// 256 KiB limit once encoded, or one Wrap cannot encode as JSON). In place of the result the
+	// guard keeps a marker, "executed, not replayable", for the result TTL, so that no retry
+	// runs the work again. In the call that ran the work, Outcome.Ran is true and Outcome.Result
+	// is its result; every later call of the key gets NotReplayable with no result.
+	NotReplayable
 )
 
 var kindNames = [...]string{"", "executed", "replayed", "in_progress", "mismatch", "lock_lost",
-	"not_stored", "unavailable", "executed_unguarded", "invalid_key", "failed"}
+	"not_stored", "unavailable", "executed_unguarded", "invalid_key", "failed", "not_replayable"}
 
 // String returns the outcome name used in logs: executed, replayed, in_progress, mismatch,
-// lock_lost, not_stored, unavailable, executed_unguarded, invalid_key or failed.
+// lock_lost, not_stored, unavailable, executed_unguarded, invalid_key, failed or
+// not_replayable.
 func (k Kind) String() string {
 	if k <= 0 || int(k) >= len(kindNames) {
 		return fmt.Sprintf("Kind(%d)", int(k))
@@ -60,8 +67,8 @@ func (k Kind) String() string {
 // Outcome is what Do reports for one call.
 type Outcome struct {
 	Kind Kind
-	// Result is the work's result (Executed, LockLost, NotStored, ExecutedUnguarded) or the
-	// stored one (Replayed). Its Body is shared with the local cache: do not modify it.
+	// Result is the work's result (Executed, LockLost, NotStored, ExecutedUnguarded, and
+	// NotReplayable when Ran) or the stored one (Replayed). Its Body is shared with the local cache: do not modify it.
 	Result Result
 	// RetryAfter is how long until an in-progress claim expires at the latest (InProgress).
 	RetryAfter time.Duration
@@ -71,6 +78,10 @@ type Outcome struct {
 	RoundTrips int
 	// FromLocalCache reports a replay answered by the in-process cache.
 	FromLocalCache bool
+	// Ran reports that the work ran in this call: always for Executed, LockLost, NotStored
+	// and ExecutedUnguarded, and for the NotReplayable of the call whose result could not be
+	// stored.
+	Ran bool
 }
 
 // Result is what the work produces and what a replay returns: an HTTP-shaped response, so the
@@ -97,4 +108,7 @@ var (
 	// ErrUnavailable (Kind Unavailable): the store could not be reached, or held a record this
 	// package did not write; nothing ran.
 	ErrUnavailable = errors.New("idem: store unavailable")
+	// ErrNotReplayable: the work ran for this key before, but its result could not be stored,
+	// so there is nothing to return; the work does not run again (Kind NotReplayable).
+	ErrNotReplayable = errors.New("idem: executed before, result not replayable")
 )

@@ -13,10 +13,14 @@ import (
 // scripts can check ownership with one string.sub:
 //
 //	byte 0       format version (1)
-//	byte 1       kind: 'P' in progress, 'C' completed
+//	byte 1       kind: 'P' in progress, 'C' completed, 'N' executed but not replayable
 //	bytes 2-17   owner token (16 random bytes)
 //	bytes 18-49  payload fingerprint (SHA-256)
 //	bytes 50-57  expiry, Unix milliseconds, big-endian (claim expiry or result expiry)
+//
+// An in-progress record of a fenced guard (WithFencing) continues with its fencing token in
+// decimal, which the claim script appends; a claim retried after a lost reply reads it back.
+// A not-replayable marker ends after the header.
 //
 // A completed record continues with uvarint status, uvarint header count, then per header
 // uvarint length + name and uvarint length + value, then uvarint length + body, and nothing after.
@@ -30,6 +34,7 @@ const (
 	recordVersion  = 1
 	kindInProgress = 'P'
 	kindCompleted  = 'C'
+	kindMarker     = 'N'
 	tokenSize      = 16
 	headerSize     = 2 + tokenSize + sha256.Size + 8
 	// ownerPrefixSize is the header prefix the scripts compare: version, kind, token.
@@ -45,6 +50,10 @@ type record struct {
 	fingerprint Fingerprint
 	expiresAt   time.Time
 	result      Result // completed only
+	// unreplayable marks a marker: the work ran, its result could not be stored (completed too).
+	unreplayable bool
+	// fence is the fencing token of a fenced in-progress record; 0 for any other.
+	fence uint64
 }
 
 func putHeader(b []byte, kind byte, tok token, fp Fingerprint, expiresAt time.Time) {
@@ -53,6 +62,14 @@ func putHeader(b []byte, kind byte, tok token, fp Fingerprint, expiresAt time.Ti
 	copy(b[2:], tok[:])
 	copy(b[2+tokenSize:], fp[:])
 	binary.BigEndian.PutUint64(b[2+tokenSize+sha256.Size:], uint64(expiresAt.UnixMilli()))
+}
+
+// encodeMarker encodes the record that replaces a claim whose work ran but whose result cannot
+// be stored: it says "executed", so no retry runs the work again, and has no result to replay.
+func encodeMarker(tok token, fp Fingerprint, expiresAt time.Time) []byte {
+	b := make([]byte, headerSize)
+	putHeader(b, kindMarker, tok, fp, expiresAt)
+	return b
 }
 
 func encodeInProgress(tok token, fp Fingerprint, expiresAt time.Time) []byte {
@@ -112,9 +129,20 @@ func decodeRecord(b []byte) (record, error) {
 	rec.expiresAt = time.UnixMilli(int64(ms))
 	switch b[1] {
 	case kindInProgress:
-		if len(b) != headerSize {
-			return rec, fmt.Errorf("%w: %d trailing bytes after in-progress record", errCorruptRecord, len(b)-headerSize)
+		if len(b) == headerSize {
+			return rec, nil
 		}
+		f, err := parseFence(b[headerSize:])
+		if err != nil {
+			return rec, fmt.Errorf("%w: in-progress record: %v", errCorruptRecord, err)
+		}
+		rec.fence = f
+		return rec, nil
+	case kindMarker:
+		if len(b) != headerSize {
+			return rec, fmt.Errorf("%w: %d trailing bytes after a not-replayable marker", errCorruptRecord, len(b)-headerSize)
+		}
+		rec.completed, rec.unreplayable = true, true
 		return rec, nil
 	case kindCompleted:
 		rec.completed = true

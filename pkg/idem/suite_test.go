@@ -19,6 +19,8 @@ type backend struct {
 	// newClient returns a client with its own connection pool: a separate execution environment.
 	newClient func(t *testing.T) redis.UniversalClient
 	prefix    string
+	// opts are added to every guard's options (WithFencing for the fenced suites).
+	opts []Option
 	// advance lets d pass in the store's clock, so TTLs run out.
 	advance func(d time.Duration)
 }
@@ -60,7 +62,7 @@ func clusterBackend(t *testing.T) backend {
 
 func (b backend) guard(t *testing.T, c redis.UniversalClient, opts ...Option) *Guard {
 	t.Helper()
-	g, err := New(c, append([]Option{WithPrefix(b.prefix)}, opts...)...)
+	g, err := New(c, append(append([]Option{WithPrefix(b.prefix)}, b.opts...), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +107,8 @@ var suite = []struct {
 	{"InProgressDuplicateIsRefused", testInProgressDuplicateIsRefused},
 	{"DifferentPayloadIsMismatch", testDifferentPayloadIsMismatch},
 	{"FailureReleasesClaimAndCachesNothing", testFailureReleasesClaim},
+	{"ResultTooLargeRunsOnceAndIsNotReplayable", testResultTooLargeRunsOnce},
+	{"WrapResultTooLargeRunsOnceAndIsNotReplayable", testWrapResultTooLargeRunsOnce},
 	{"SuccessAfterTheDeadlineIsStoredWhileTheClaimIsOurs", testSuccessAfterTheDeadlineIsStored},
 	{"ExpiredClaimIsNotOverwrittenByLateOwner", testExpiredClaimIsNotOverwrittenByLateOwner},
 	{"LateFailureDoesNotReleaseNewOwnersClaim", testLateFailureDoesNotReleaseNewOwnersClaim},
@@ -210,9 +214,6 @@ func testFailureReleasesClaim(t *testing.T, b backend) {
 			<-ctx.Done()
 			return Result{}, ctx.Err()
 		},
-		"too large": func(context.Context) (Result, error) {
-			return Result{Status: 200, Body: make([]byte, maxResultSize+1)}, nil
-		},
 	}
 	for name, work := range failures {
 		t.Run(name, func(t *testing.T) {
@@ -235,10 +236,6 @@ func testFailureReleasesClaim(t *testing.T, b backend) {
 			case "deadline":
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("deadline not reported: %v", err)
-				}
-			case "too large":
-				if !errors.Is(err, errResultTooLarge) {
-					t.Fatalf("size not reported: %v", err)
 				}
 			}
 			// The retry runs the work again: nothing was cached, the claim is gone.
@@ -439,6 +436,68 @@ func testEveryKeyHasAnExpiry(t *testing.T, b backend) {
 	}
 }
 
-func TestSuiteOnMiniredis(t *testing.T)    { runSuite(t, miniredisBackend(t)) }
+func TestSuiteOnMiniredis(t *testing.T) { runSuite(t, miniredisBackend(t)) }
+
+// The same behaviour with fencing tokens on: the fenced claim is a script, not SET NX PX GET.
+func TestFencedSuiteOnMiniredis(t *testing.T) { runSuite(t, fenced(miniredisBackend(t))) }
+func TestFencedSuiteOnRealRedis(t *testing.T) { runSuite(t, fenced(sharedRedisBackend(t))) }
+func TestFencedSuiteOnRedisCluster(t *testing.T) {
+	runSuite(t, fenced(clusterBackend(t)))
+}
+
+func fenced(b backend) backend {
+	b.opts = append(b.opts, WithFencing())
+	return b
+}
 func TestSuiteOnRealRedis(t *testing.T)    { runSuite(t, sharedRedisBackend(t)) }
 func TestSuiteOnRedisCluster(t *testing.T) { runSuite(t, clusterBackend(t)) }
+
+// A result too large to store, 300 KiB, after the work ran: the claim is not released but
+// replaced by a marker, so the work runs once over 5 calls and every retry is NotReplayable.
+func testResultTooLargeRunsOnce(t *testing.T, b backend) {
+	var observed []Observation
+	g := b.guard(t, b.newClient(t), WithObserver(func(o Observation) { observed = append(observed, o) }))
+	key := Key{Scope: "large", ID: "evt_300kib"}
+	var runs int
+	work := func(context.Context) (Result, error) {
+		runs++
+		return Result{Status: 200, Body: make([]byte, 300<<10)}, nil
+	}
+	for call := 1; call <= 5; call++ {
+		out, err := g.Do(context.Background(), key, Fingerprint{}, work)
+		if out.Kind != NotReplayable || !errors.Is(err, ErrNotReplayable) {
+			t.Fatalf("call %d: %v, %v; want NotReplayable", call, out.Kind, err)
+		}
+		if first := call == 1; out.Ran != first || (len(out.Result.Body) == 300<<10) != first {
+			t.Fatalf("call %d: Ran %v with a %d-byte result; want the work's result on the first call only", call, out.Ran, len(out.Result.Body))
+		}
+	}
+	if runs != 1 {
+		t.Fatalf("the work ran %d times over 5 calls; want 1", runs)
+	}
+	if len(observed) != 5 || observed[0].Outcome.Kind != NotReplayable || observed[0].Key != key {
+		t.Fatalf("observer heard %d observations (%+v); want 5, NotReplayable", len(observed), observed)
+	}
+}
+
+// The same through Wrap: the first call returns fn's value, the next ones ErrNotReplayable.
+func testWrapResultTooLargeRunsOnce(t *testing.T, b backend) {
+	g := b.guard(t, b.newClient(t))
+	var runs int
+	fn := mustWrap(t, g, "large", func(in string) string { return in }, nil, func(_ context.Context, in string) ([]byte, error) {
+		runs++
+		return make([]byte, 300<<10), nil
+	})
+	for call := 1; call <= 5; call++ {
+		v, err := fn(context.Background(), "order_300kib")
+		switch {
+		case call == 1 && (err != nil || len(v) != 300<<10):
+			t.Fatalf("first call: %d bytes, %v; want fn's result", len(v), err)
+		case call > 1 && !errors.Is(err, ErrNotReplayable):
+			t.Fatalf("call %d: %v; want ErrNotReplayable", call, err)
+		}
+	}
+	if runs != 1 {
+		t.Fatalf("fn ran %d times over 5 calls; want 1", runs)
+	}
+}

@@ -26,8 +26,10 @@ import (
 // errors.Is, the package's sentinels: ErrInProgress while another call holds the key (the event
 // source should retry later), ErrMismatch for a key used with another input, ErrInvalidKey for
 // a key that key(in) made unusable, ErrUnavailable when the store cannot be reached (nothing
-// ran). When fn succeeded but its result could not be stored, its result is returned with a nil
-// error: the work was done.
+// ran), ErrNotReplayable for a key whose fn ran before but whose result could not be stored
+// (over the 256 KiB limit once encoded, or not encodable as JSON): fn does not run again. When
+// fn succeeded but its result could not be stored, its result is returned with a nil error: the
+// work was done. Build g WithObserver to hear of those.
 func Wrap[In, Out any](g *Guard, scope string, key func(In) string, fingerprint func(In) (Fingerprint, error),
 	fn func(context.Context, In) (Out, error)) (func(context.Context, In) (Out, error), error) {
 	switch {
@@ -51,16 +53,22 @@ func Wrap[In, Out any](g *Guard, scope string, key func(In) string, fingerprint 
 			if err != nil {
 				return Result{}, err
 			}
+			ran = v
 			body, err := json.Marshal(v)
 			if err != nil {
-				return Result{}, fmt.Errorf("idem: encode the result as JSON: %w", err)
+				// fn ran: keep a marker rather than release the claim and run it again.
+				return Result{}, &unencodableError{fmt.Errorf("idem: encode the result as JSON: %w", err)}
 			}
-			ran = v
 			return Result{Body: body}, nil
 		})
 		switch out.Kind {
 		case Executed, ExecutedUnguarded, LockLost, NotStored:
 			return ran, nil
+		case NotReplayable:
+			if out.Ran {
+				return ran, nil
+			}
+			return zero, fmt.Errorf("%w: key %q in scope %s", ErrNotReplayable, id, scope)
 		case Replayed:
 			var v Out
 			if err := json.Unmarshal(out.Result.Body, &v); err != nil {

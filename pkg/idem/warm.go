@@ -15,7 +15,7 @@ var guardScripts = []struct {
 }{{completeScript, completeSource}, {releaseScript, releaseSource}, {finishScript, finishSource}}
 
 // Warm readies g for its first call, for a function's init: the server compiles every script
-// the guard may call (on a cluster, every node), so that the first completion or release sends
+// the guard may call (on a cluster, every node; the fenced claim's too, with WithFencing), so that the first completion or release sends
 // only the script's SHA and the server finds it compiled. It costs one round trip on a single
 // server (the loads are pipelined), one per script on a cluster (each reaching every node in
 // parallel), and writes no key.
@@ -26,21 +26,28 @@ var guardScripts = []struct {
 // context deadlines, as redisconn's clients do: go-redis's ContextTimeoutEnabled).
 func (g *Guard) Warm(ctx context.Context) error {
 	var cmds []*redis.StringCmd
+	scripts := guardScripts
+	if g.opts.fencing {
+		scripts = append(scripts[:len(scripts):len(scripts)], struct {
+			script *redis.Script
+			source string
+		}{claimFencedScript, claimFencedSource})
+	}
 	if _, cluster := g.client.(*redis.ClusterClient); cluster {
 		// A cluster client sends SCRIPT LOAD to every node itself; a pipeline would reach one.
-		for _, s := range guardScripts {
+		for _, s := range scripts {
 			cmds = append(cmds, g.client.ScriptLoad(ctx, s.source))
 		}
 	} else {
 		// Not Script.Load: on a pipeline it would record the still empty reply as the SHA.
 		p := g.client.Pipeline()
-		for _, s := range guardScripts {
+		for _, s := range scripts {
 			cmds = append(cmds, p.ScriptLoad(ctx, s.source))
 		}
 		_, _ = p.Exec(ctx) // each command carries its own error, checked below
 	}
 	for i, cmd := range cmds {
-		s := guardScripts[i].script
+		s := scripts[i].script
 		switch sha, err := cmd.Result(); {
 		case err != nil:
 			return fmt.Errorf("idem: warm-up: load script %d of %d: %w", i+1, len(cmds), err)

@@ -13,6 +13,9 @@
 //	                           Idempotent-Replayed: true
 //	same key, still running    409 idempotency_key_in_use, retry-after: 1
 //	same key, other payload    422 idempotency_key_reused
+//	same key, response not     409 idempotency_result_unavailable, no retry-after: the handler
+//	kept (over 256 KiB)            ran once and does not run again; the first response was sent
+//	                               to the first request only
 //	Redis unreachable          503 store_unavailable, retry-after: 1; the handler does not run
 //	handler failed             its own response (or error); the claim is released, so a retry
 //	                           runs it again (500 internal_error after a panic)
@@ -235,6 +238,10 @@ func (m *Middleware) serve(ctx context.Context, r *Request, next func(context.Co
 	switch out.Kind {
 	case idem.Executed, idem.LockLost, idem.NotStored, idem.ExecutedUnguarded:
 		return ran, nil // the handler ran: its response stands, stored or not
+	case idem.NotReplayable:
+		if out.Ran {
+			return ran, nil // the handler ran here; its response was too large to keep
+		}
 	case idem.Replayed:
 		h := unflatten(out.Result.Headers)
 		h[HeaderReplayed] = []string{"true"}

@@ -143,7 +143,8 @@ type Record[Out any] struct {
 	// Kind is the guard's outcome: Executed (fn ran here and its result is stored), Replayed
 	// (fn ran before; Result is its stored result), InProgress (another caller holds the key),
 	// Failed (fn failed, or did not run: see Err), Mismatch, Unavailable, InvalidKey, and
-	// LockLost, NotStored or ExecutedUnguarded as idem.Guard.Do reports them.
+	// LockLost, NotStored, NotReplayable or ExecutedUnguarded as idem.Guard.Do reports them
+	// (a NotReplayable record ran, here or before, and is not delivered again).
 	Kind idem.Kind
 	// Duplicate is true for a record whose key an earlier record of the batch holds: it did
 	// not run, and has the earlier record's outcome (Replayed when that one succeeded).
@@ -234,6 +235,10 @@ func (h *Handler[Out]) Run(ctx context.Context, ev events.SQSEvent) (events.SQSE
 			switch o.Kind {
 			case idem.Executed, idem.LockLost, idem.NotStored, idem.ExecutedUnguarded:
 				r.Result = results[k]
+			case idem.NotReplayable:
+				if o.Ran {
+					r.Result = results[k]
+				}
 			case idem.Replayed:
 				if derr := json.Unmarshal(o.Result.Body, &r.Result); derr != nil {
 					r.Err = fmt.Errorf("idemsqs: decode the stored result of message %s: %w", r.MessageID, derr)
@@ -265,10 +270,11 @@ func (h *Handler[Out]) Run(ctx context.Context, ev events.SQSEvent) (events.SQSE
 }
 
 // success reports an outcome after which the record must not be delivered again: its work
-// ran here (even if its result could not be stored), or ran before.
+// ran here (even if its result could not be stored), or ran before (even if its result is not
+// replayable: NotReplayable).
 func success(k idem.Kind) bool {
 	switch k {
-	case idem.Executed, idem.Replayed, idem.ExecutedUnguarded, idem.LockLost, idem.NotStored:
+	case idem.Executed, idem.Replayed, idem.ExecutedUnguarded, idem.LockLost, idem.NotStored, idem.NotReplayable:
 		return true
 	}
 	return false

@@ -134,7 +134,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		Client:       o.redis,
 		Settings:     settings,
 		RedisOptions: o.redisOpts,
-		GuardOptions: append(idemOpts, o.guardOpts...),
+		GuardOptions: append(append(idemOpts, idem.WithObserver(obs.GuardObserver(h.logger))), o.guardOpts...),
 	}); err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -299,6 +299,9 @@ const (
 	reasonLockLost         = "lock_lost"
 	reasonResultNotStored  = "result_not_stored"
 	reasonPayloadUnavail   = "payload_unavailable"
+	// reasonResultNotReplayable: the record ran (here or before) but its result could not be
+	// stored; a marker stands in for it and the record is not run again.
+	reasonResultNotReplayable = "result_not_replayable"
 )
 
 // logRecords writes one line per record.
@@ -330,6 +333,8 @@ func outcomeOf(r idemsqs.Record[struct{}]) (string, string) {
 		return obs.OutcomeError, reasonLockLost
 	case r.Kind == idem.NotStored:
 		return obs.OutcomeError, reasonResultNotStored
+	case r.Kind == idem.NotReplayable:
+		return obs.OutcomeError, reasonResultNotReplayable
 	case r.Kind == idem.Mismatch:
 		return obs.OutcomeError, reasonEventIDReused
 	case r.Kind == idem.Unavailable:

@@ -246,7 +246,8 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	}
 
 	rc := redisguard.Config{Client: o.redis, AWS: awsCfg, RedisOptions: o.redisOpts,
-		GuardOptions: append(guardOpts, o.guardOpts...)}
+		// Fencing: the ledger reads the claim's token and refuses an owner whose claim was taken over.
+		GuardOptions: append(append(guardOpts, idem.WithFencing(), idem.WithObserver(obs.GuardObserver(h.logger))), o.guardOpts...)}
 	if rc.Client == nil {
 		if rc.Settings, err = redisconn.SettingsFromEnv(getenv); err != nil {
 			return nil, fmt.Errorf("payments: redis: %w", err)

@@ -52,7 +52,7 @@ func TestPrimeLeavesNothingAndTheFirstRequestSendsTheScriptSHA(t *testing.T) {
 		t.Fatalf("Prime: %v", err)
 	}
 	primed := strings.Join(sent.names, " ")
-	for _, want := range []string{"script", "set", "eval"} {
+	for _, want := range []string{"script", "eval"} { // the fenced claim is a script: no SET
 		if !strings.Contains(primed, want) {
 			t.Errorf("Prime sent %q, want a %s among them", primed, want)
 		}
@@ -69,8 +69,8 @@ func TestPrimeLeavesNothingAndTheFirstRequestSendsTheScriptSHA(t *testing.T) {
 	if resp := do(t, h, post(t, "first-after-prime", `{"amount":2500,"currency":"EUR"}`)); resp.StatusCode != 201 {
 		t.Fatalf("first request after Prime: %d %s", resp.StatusCode, resp.Body)
 	}
-	if got := strings.Join(sent.names, " "); got != "set evalsha" {
-		t.Errorf("the first request sent %q, want the claim and the completion by SHA: \"set evalsha\"", got)
+	if got := strings.Join(sent.names, " "); got != "evalsha evalsha" {
+		t.Errorf("the first request sent %q, want the fenced claim and the completion by SHA: \"evalsha evalsha\"", got)
 	}
 	if n := strings.Count(logs.String(), "\n"); n != 1 {
 		t.Errorf("%d log lines after one request, want 1:\n%s", n, logs)

@@ -106,6 +106,9 @@ const (
 	codeEventTooLarge     = "event_too_large"
 	reasonLockLost        = "lock_lost"
 	reasonResultNotStored = "result_not_stored"
+	// reasonResultNotReplayable: the event was forwarded, but its result could not be stored;
+	// a marker stands in for it.
+	reasonResultNotReplayable = "result_not_replayable"
 )
 
 // Handler answers one provider's webhook deliveries. Build it once per execution environment
@@ -222,7 +225,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		Settings:     redisSettings,
 		AWS:          awsCfg,
 		RedisOptions: o.redisOpts,
-		GuardOptions: append(idemOpts, o.guardOpts...),
+		GuardOptions: append(append(idemOpts, idem.WithObserver(obs.GuardObserver(logger))), o.guardOpts...),
 	}); err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
@@ -320,7 +323,7 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	out, err := h.guard.Do(ctx, key, fp, func(ctx context.Context) (idem.Result, error) {
 		return h.forward(ctx, d, received)
 	})
-	resp, rec := respond(out, err)
+	resp, rec := respond(out, err, d)
 	rec.ID = d.ID // obs.LogRequest bounds it: an id too long to be a key is still logged
 	rec.RoundTrips = out.RoundTrips
 	return resp, rec
@@ -361,8 +364,17 @@ type receipt struct {
 }
 
 // respond maps the guard's outcome to the response and the log line's outcome.
-func respond(out idem.Outcome, err error) (events.APIGatewayV2HTTPResponse, obs.Request) {
+func respond(out idem.Outcome, err error, d webhook.Delivery) (events.APIGatewayV2HTTPResponse, obs.Request) {
 	switch out.Kind {
+	case idem.NotReplayable:
+		// The event reached the sink (here or in an earlier delivery) but its result could not
+		// be stored: the marker left in its place stops every retry with a 200 and the receipt.
+		if out.Ran {
+			return apigw.Raw(out.Result.Status, out.Result.Body),
+				obs.Request{Outcome: obs.OutcomeError, Reason: reasonResultNotReplayable, Err: err}
+		}
+		return apigw.JSON(http.StatusOK, receipt{Received: true, ID: d.ID, DeliveryID: d.DeliveryID, Type: d.Type}, idemhttp.HeaderReplayed, "true"),
+			obs.Request{Outcome: obs.OutcomeReplayed, Reason: reasonResultNotReplayable}
 	case idem.Executed, idem.ExecutedUnguarded:
 		return apigw.Raw(out.Result.Status, out.Result.Body), obs.Request{Outcome: obs.OutcomeExecuted}
 	case idem.NotStored:
