@@ -91,12 +91,26 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 	if len(sent) == 0 {
 		return outs, errs
 	}
+	admitted, err := g.admitEviction(ctx)
+	if err != nil {
+		for _, i := range sent {
+			outs[i], errs[i] = admitted, err
+		}
+		return outs, errs
+	}
 
 	// Claim every key.
 	var px any = b[sent[0]].lockTTL.Milliseconds() // the same for all: boxed once
-	trips := g.pipelined(ctx, b, sent, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
-		return p.Do(ctx, claimArgs(&c.call, px)...)
-	})
+	var trips int
+	var waits []*redis.IntCmd // WithMinReplicas: each item's WAIT
+	if g.opts.minReplicas > 0 {
+		waits, trips = g.claimBatchReplicated(ctx, b, sent, px)
+	} else {
+		trips = g.pipelined(ctx, b, sent, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
+			return p.Do(ctx, claimArgs(&c.call, px)...)
+		})
+	}
+	trips += admitted.RoundTrips
 	var full, claimed []int
 	for _, i := range sent {
 		c := &b[i]
@@ -125,6 +139,12 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 			stored, err := b[i].reply.Text()
 			outs[i], errs[i] = g.observeFull(&b[i].call, outs[i], stored, err)
 		}
+	}
+
+	if waits != nil {
+		var more int
+		claimed, more = g.replicatedBatch(ctx, b, claimed, waits, outs, errs)
+		trips += more
 	}
 
 	// Run the works of the claimed items.

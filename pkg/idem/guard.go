@@ -27,6 +27,9 @@ type Guard struct {
 	scripts *scriptRunner
 	opts    options
 	cache   *lru.Cache[string, cachedResult]
+	// eviction is the store's maxmemory-policy as last read (Warm, or a call under
+	// WithUnsafeEviction(EvictionRefuse)).
+	eviction evictionState
 }
 
 type cachedResult struct {
@@ -85,9 +88,14 @@ func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Out
 	if out, ok, err := g.start(c, key, fp, g.opts.now()); !ok {
 		return out, err
 	}
+	out, err := g.admitEviction(ctx)
+	if err != nil {
+		return out, err
+	}
 	c.deadlines(ctx, g.opts)
-	stored, cerr := g.client.Do(ctx, claimArgs(c, c.lockTTL.Milliseconds())...).Text()
-	out := Outcome{RoundTrips: 1}
+	claim, wait := g.sendClaim(ctx, c)
+	stored, cerr := claim.Text()
+	out.RoundTrips++
 	if isOOM(cerr) {
 		out.RoundTrips++
 		stored, cerr = g.client.Do(ctx, "get", c.rk).Text()
@@ -97,6 +105,9 @@ func (g *Guard) Do(ctx context.Context, key Key, fp Fingerprint, work Work) (Out
 		return g.runUnguarded(ctx, work)
 	}
 	if out, claimed, err := g.claimed(c, out, stored, cerr); !claimed {
+		return out, err
+	}
+	if out, ok, err := g.replicated(ctx, c, out, wait); !ok {
 		return out, err
 	}
 

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -32,6 +33,11 @@ type options struct {
 	cacheSize int
 	cacheTTL  time.Duration
 	now       func() time.Time
+	// minReplicas and replicaTimeout: WithMinReplicas (replicas.go).
+	minReplicas    int
+	replicaTimeout time.Duration
+	// unsafeEviction: WithUnsafeEviction (eviction.go).
+	unsafeEviction EvictionAction
 }
 
 func defaultOptions() options {
@@ -81,7 +87,7 @@ func (o options) validate() error {
 	case o.lockTTL != 0 && o.lockTTL <= safetyMargin:
 		return fmt.Errorf("idem: lock TTL %s must exceed the safety margin %s", o.lockTTL, safetyMargin)
 	}
-	return o.validatePrefix()
+	return errors.Join(o.validatePrefix(), o.validateReplicas(), o.unsafeEviction.validate())
 }
 
 func (o options) validatePrefix() error {

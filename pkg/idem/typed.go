@@ -60,7 +60,7 @@ func Wrap[In, Out any](g *Guard, scope string, key func(In) string, fingerprint 
 		case Mismatch:
 			return zero, fmt.Errorf("%w %q in scope %s", ErrMismatch, id, scope)
 		case Unavailable:
-			return zero, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return zero, fmt.Errorf("%w: %w", ErrUnavailable, err) // %w: errors.Is finds the cause too (ErrReplicasNotAcknowledged, ErrUnsafeEviction)
 		}
 		return zero, err // Failed (fn's error, wrapped) or InvalidKey
 	}

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -24,21 +25,37 @@ var guardScripts = []struct {
 // without Warm.
 // Bound it with ctx, so an unreachable server cannot hold the init (the client must honour
 // context deadlines, as redisconn's clients do: go-redis's ContextTimeoutEnabled).
+//
+// Warm also reads the store's maxmemory-policy from INFO memory, in the same round trip on a
+// single server, in one more on a cluster (from every primary, in parallel), for EvictionPolicy to report and WithUnsafeEviction to act on;
+// a policy it could not read is read by the first call under EvictionRefuse.
 func (g *Guard) Warm(ctx context.Context) error {
-	var cmds []*redis.StringCmd
+	var (
+		cmds []*redis.StringCmd
+		perr error // reading the eviction policy
+	)
 	if _, cluster := g.client.(*redis.ClusterClient); cluster {
 		// A cluster client sends SCRIPT LOAD to every node itself; a pipeline would reach one.
 		for _, s := range guardScripts {
 			cmds = append(cmds, g.client.ScriptLoad(ctx, s.source))
 		}
+		_, perr = g.learnEvictionPolicy(ctx)
 	} else {
 		// Not Script.Load: on a pipeline it would record the still empty reply as the SHA.
 		p := g.client.Pipeline()
 		for _, s := range guardScripts {
 			cmds = append(cmds, p.ScriptLoad(ctx, s.source))
 		}
-		_, _ = p.Exec(ctx) // each command carries its own error, checked below
+		info := p.Info(ctx, "memory") // in the same round trip
+		_, _ = p.Exec(ctx)            // each command carries its own error, checked below
+		perr = g.learnEvictionPolicyFrom(info.Result())
 	}
+	return errors.Join(g.learnScripts(cmds), perr)
+}
+
+// learnScripts records the scripts whose SCRIPT LOAD, cmds in the order of guardScripts,
+// succeeded, and returns the first failure.
+func (g *Guard) learnScripts(cmds []*redis.StringCmd) error {
 	for i, cmd := range cmds {
 		s := guardScripts[i].script
 		switch sha, err := cmd.Result(); {
