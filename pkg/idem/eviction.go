@@ -173,7 +173,11 @@ func (g *Guard) readEvictionPolicy(ctx context.Context) (string, error) {
 func policyFromInfo(info string) (string, bool) {
 	sc := bufio.NewScanner(strings.NewReader(info))
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "maxmemory_policy:"); ok && v != "" {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "maxmemory_policy:"); ok {
+			// A policy name is lower-case letters and dashes; anything else is not one.
+			if v == "" || strings.ContainsFunc(v, func(c rune) bool { return (c < 'a' || c > 'z') && c != '-' }) {
+				return "", false
+			}
 			return v, true
 		}
 	}
