@@ -10,6 +10,8 @@
 //	TestSlowRedisDeadlinesHold                     latency, dropped connections and a blackhole
 //	TestClusterMasterKilledUnderLoad               a Redis Cluster master killed while load runs (Unix)
 //	TestMemoryPressureEviction                     maxmemory with allkeys-lru, volatile-lru, volatile-ttl and noeviction
+//	TestFailoverOfALaggingReplica                  a replica trailing by 50ms promoted mid-stream, with and without IDEM_MIN_REPLICAS
+//	TestFailoverWithAStaleEndpoint                 the same, half the environments on the old primary for 500ms
 //
 // Each test asserts the properties the design promises under its fault (no work without a
 // claim, fail closed while Redis is unreachable, no duplicate while the record survives, full
