@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/internal/testsupport"
 )
 
@@ -139,5 +140,43 @@ func TestMinReplicasOptionIsValidated(t *testing.T) {
 	}
 	if _, err := New(c, WithMinReplicas(0, 0)); err != nil {
 		t.Errorf("WithMinReplicas(0, 0), off: %v", err)
+	}
+}
+
+// IDEM_MIN_REPLICAS, IDEM_REPLICA_TIMEOUT and IDEM_UNSAFE_EVICTION become options; a malformed
+// value is a *setting.Error naming its variable.
+func TestDurabilitySettingsFromEnv(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { c.Close() })
+	build := func(vars map[string]string) (*Guard, error) {
+		opts, err := OptionsFromEnv(func(k string) string { return vars[k] }, time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		return New(c, opts...)
+	}
+	g, err := build(map[string]string{"IDEM_MIN_REPLICAS": "2", "IDEM_UNSAFE_EVICTION": "refuse"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.opts.minReplicas != 2 || g.opts.replicaTimeout != defaultReplicaTimeout || g.opts.unsafeEviction != EvictionRefuse {
+		t.Errorf("options %d, %s, %d; want 2 replicas, %s, refuse", g.opts.minReplicas, g.opts.replicaTimeout, g.opts.unsafeEviction, defaultReplicaTimeout)
+	}
+	if g, err = build(map[string]string{"IDEM_MIN_REPLICAS": "1", "IDEM_REPLICA_TIMEOUT": "120ms"}); err != nil || g.opts.replicaTimeout != 120*time.Millisecond {
+		t.Errorf("IDEM_REPLICA_TIMEOUT=120ms: %v", err)
+	}
+	if g, err = build(nil); err != nil || g.opts.minReplicas != 0 || g.opts.unsafeEviction != EvictionWarn {
+		t.Errorf("defaults: %v", err)
+	}
+	for _, tc := range []struct{ name, value string }{
+		{"IDEM_MIN_REPLICAS", "-1"}, {"IDEM_MIN_REPLICAS", "6"}, {"IDEM_MIN_REPLICAS", "one"},
+		{"IDEM_REPLICA_TIMEOUT", "0s"}, {"IDEM_REPLICA_TIMEOUT", "1s"}, {"IDEM_REPLICA_TIMEOUT", "50"},
+		{"IDEM_UNSAFE_EVICTION", "fail"},
+	} {
+		vars := map[string]string{"IDEM_MIN_REPLICAS": "1", tc.name: tc.value}
+		var se *setting.Error
+		if _, err := build(vars); !errors.As(err, &se) || se.Var != tc.name {
+			t.Errorf("%s=%q: %v, want a *setting.Error naming it", tc.name, tc.value, err)
+		}
 	}
 }
