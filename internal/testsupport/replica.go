@@ -38,6 +38,18 @@ func StartReplicated(t testing.TB, args ...string) *Replicated {
 	return r
 }
 
+// StartReplica starts a replica of primary that replicates from it directly, with no proxy in
+// between (for benchmarks: a proxy in the test's process would add its own cost), and waits
+// until it is in sync (at most 10 seconds, else the test fails).
+func StartReplica(t testing.TB, primary *RedisServer, args ...string) *RedisServer {
+	t.Helper()
+	replica := StartRedis(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.Port()), "--repl-diskless-sync-delay", "0"}, args...)...)
+	if err := (&Replicated{Primary: primary, Replica: replica}).WaitInSync(10 * time.Second); err != nil {
+		t.Fatalf("testsupport: %v", err)
+	}
+	return replica
+}
+
 // WaitInSync waits until the replica's link to the primary is up and the primary counts one
 // replica online, for at most timeout.
 func (r *Replicated) WaitInSync(timeout time.Duration) error {

@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -179,4 +180,20 @@ func TestDurabilitySettingsFromEnv(t *testing.T) {
 			t.Errorf("%s=%q: %v, want a *setting.Error naming it", tc.name, tc.value, err)
 		}
 	}
+}
+
+// BenchmarkFirstExecutionMinReplicas1 is BenchmarkFirstExecution with WithMinReplicas(1, 50ms)
+// on a private primary whose one replica is in sync on loopback, replicating from it directly:
+// the claim's pipeline carries the WAIT, so the round trips stay 2 and the cost is the replica's
+// acknowledgement.
+func BenchmarkFirstExecutionMinReplicas1(b *testing.B) {
+	primary := testsupport.StartRedis(b)
+	testsupport.StartReplica(b, primary)
+	c := benchClientAt(b, primary.Addr())
+	g, err := New(c.Client, WithMinReplicas(1, 50*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.Do(context.Background(), Key{Scope: "bench", ID: "warm"}, Fingerprint{}, benchWork)
+	benchDo(b, c, g, Executed, func(i int) Key { return Key{Scope: "bench", ID: "evt_" + strconv.Itoa(i)} })
 }
