@@ -27,8 +27,9 @@ const (
 	// stored. Outcome.Result is the work's result; the claim expires at its TTL, so a retry after
 	// that runs the work again.
 	NotStored
-	// Unavailable: the store could not be reached, or held a record this package did not write.
-	// Nothing ran (fail closed).
+	// Unavailable: the store could not be reached, or held a record this package did not write,
+	// or could not be relied on: too few replicas acknowledged the claim (WithMinReplicas), or
+	// its eviction policy is refused (WithUnsafeEviction). Nothing ran (fail closed).
 	Unavailable
 	// ExecutedUnguarded: the store could not be reached and the guard was built with
 	// WithFailOpen, so the work ran without a claim. Nothing was stored.
@@ -83,6 +84,7 @@ var (
 	ErrInProgress = errors.New("idem: in progress")
 	// ErrMismatch: the key was used before with a different input.
 	ErrMismatch = errors.New("idem: payload mismatch for key")
-	// ErrUnavailable: the store could not be reached; nothing ran.
+	// ErrUnavailable: the store could not be reached (or relied on: ErrReplicasNotAcknowledged,
+	// ErrUnsafeEviction); nothing ran.
 	ErrUnavailable = errors.New("idem: store unavailable")
 )
