@@ -13,13 +13,13 @@ import (
 // that policy can evict claims or results, since then a late retry can run the work again and a
 // claim can vanish under running work. warmErr is Warm's error, logged with the line.
 func LogInit(ctx context.Context, logger *slog.Logger, g *idem.Guard, warmErr error) {
-	policy := cmp.Or(g.EvictionPolicy(), "unknown")
-	if p := g.EvictionPolicy(); p != "" && !idem.EvictionSafe(p) {
+	policy, safe := g.EvictionPolicy()
+	if policy != "" && !safe {
 		logger.WarnContext(ctx, "the cache's maxmemory-policy can evict idempotency claims and results: "+
 			"a retry after an eviction runs the work again; set maxmemory-policy noeviction "+
-			"(IDEM_UNSAFE_EVICTION=refuse answers 503 until it is)", "eviction_policy", p)
+			"(IDEM_UNSAFE_EVICTION=refuse answers 503 until it is)", "eviction_policy", policy)
 	}
-	attrs := []any{"eviction_policy", policy}
+	attrs := []any{"eviction_policy", cmp.Or(policy, "unknown")}
 	if warmErr != nil {
 		attrs = append(attrs, "warm_up_error", warmErr.Error())
 	}

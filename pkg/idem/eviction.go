@@ -14,10 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// PolicyNoEviction is the one maxmemory-policy under which the store never forgets a claim or
+// policyNoEviction is the one maxmemory-policy under which the store never forgets a claim or
 // a result: a full store refuses new claims instead (Unavailable). Every record the guard writes
 // has a TTL, so the volatile-* policies can evict all of them, as the allkeys-* ones can.
-const PolicyNoEviction = "noeviction"
+const policyNoEviction = "noeviction"
 
 // ErrUnsafeEviction: under WithUnsafeEviction(EvictionRefuse), the store's maxmemory-policy is
 // one that can evict claims and results, or it could not be read, so nothing ran. The error of
@@ -55,18 +55,20 @@ func (a EvictionAction) validate() error {
 	return nil
 }
 
-// EvictionSafe reports whether policy, a maxmemory-policy, keeps every claim and result: only
+// evictionSafe reports whether policy, a maxmemory-policy, keeps every claim and result: only
 // noeviction does. On a cluster whose primaries differ (a comma-separated list), none is safe.
-func EvictionSafe(policy string) bool { return policy == PolicyNoEviction }
+func evictionSafe(policy string) bool { return policy == policyNoEviction }
 
 // EvictionPolicy returns the store's maxmemory-policy as last read by Warm (or by a call under
 // EvictionRefuse): on a cluster the policies of its primaries, sorted and comma-separated when
-// they differ. It is "" while none was read.
-func (g *Guard) EvictionPolicy() string {
+// they differ; "" while none was read. safe reports whether it keeps every claim and result:
+// only noeviction does, since every record the guard writes has a TTL, which the volatile-*
+// policies evict as the allkeys-* ones do.
+func (g *Guard) EvictionPolicy() (policy string, safe bool) {
 	if r := g.eviction.last.Load(); r != nil {
-		return r.policy
+		return r.policy, evictionSafe(r.policy)
 	}
-	return ""
+	return "", false
 }
 
 // evictionState is the store's policy as last read; safe for concurrent use.
@@ -111,7 +113,7 @@ func (g *Guard) admitEviction(ctx context.Context) (out Outcome, err error) {
 		return out, nil
 	}
 	r := g.eviction.last.Load()
-	if r != nil && EvictionSafe(r.policy) {
+	if r != nil && evictionSafe(r.policy) {
 		return out, nil
 	}
 	if r == nil || g.opts.now().Sub(r.at) >= evictionRecheck {
@@ -120,12 +122,12 @@ func (g *Guard) admitEviction(ctx context.Context) (out Outcome, err error) {
 			out.Kind = Unavailable
 			return out, fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrUnsafeEviction, err)
 		}
-		if EvictionSafe(r.policy) {
+		if evictionSafe(r.policy) {
 			return out, nil
 		}
 	}
 	out.Kind = Unavailable
-	return out, fmt.Errorf("%w: %w: maxmemory-policy is %s, not %s", ErrUnavailable, ErrUnsafeEviction, r.policy, PolicyNoEviction)
+	return out, fmt.Errorf("%w: %w: maxmemory-policy is %s, not %s", ErrUnavailable, ErrUnsafeEviction, r.policy, policyNoEviction)
 }
 
 // errPolicyNotReported: INFO memory had no maxmemory_policy field.

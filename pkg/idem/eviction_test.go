@@ -21,17 +21,18 @@ func TestWarmReadsTheEvictionPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := g.EvictionPolicy(); got != "" {
+		if got, _ := g.EvictionPolicy(); got != "" {
 			t.Errorf("before Warm the policy reads %q, want none", got)
 		}
 		if err := g.Warm(context.Background()); err != nil {
 			t.Fatalf("Warm: %v", err)
 		}
-		if got := g.EvictionPolicy(); got != policy {
+		got, safe := g.EvictionPolicy()
+		if got != policy {
 			t.Errorf("Warm read policy %q, want %q", got, policy)
 		}
-		if safe := EvictionSafe(g.EvictionPolicy()); safe != (policy == "noeviction") {
-			t.Errorf("EvictionSafe(%q) = %v", policy, safe)
+		if safe != (policy == "noeviction") {
+			t.Errorf("policy %q reported safe=%v", policy, safe)
 		}
 	}
 }

@@ -46,8 +46,8 @@ func TestWarmLoadsEveryScriptAndTheFirstCallSendsItsSHA(t *testing.T) {
 			if n := sent.RoundTrips.Load() - before; n != tc.trips {
 				t.Errorf("Warm took %d round trips, want %d", n, tc.trips)
 			}
-			if p := g.EvictionPolicy(); p != PolicyNoEviction {
-				t.Errorf("after Warm the eviction policy reads %q, want the server's default %q", p, PolicyNoEviction)
+			if p, safe := g.EvictionPolicy(); p != policyNoEviction || !safe {
+				t.Errorf("after Warm the eviction policy reads %q (safe %v), want the server's default %q", p, safe, policyNoEviction)
 			}
 			tc.nodes(func(c *redis.Client) {
 				for _, s := range guardScripts {
