@@ -50,6 +50,9 @@ type failoverResult struct {
 	// within its TTL (the failover lost the claim); lostResults: doubles whose second run
 	// started after it (the claim survived, the result did not).
 	lostClaims, lostResults int
+	// neverRan: events whose work never ran within the deliveries' 5s of retries (refused
+	// throughout: the provider would retry them later).
+	neverRan int
 	// resultWaits: for each lost result, how long after the failover the second run started.
 	resultWaits []time.Duration
 	tally       map[string]int
@@ -143,6 +146,7 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 	for _, x := range runs {
 		byEv[x.event] = append(byEv[x.event], x)
 	}
+	res.neverRan = events - len(byEv)
 	for _, rs := range byEv {
 		if len(rs) < 2 {
 			continue
@@ -164,8 +168,8 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 			res.resultWaits = append(res.resultWaits, rs[1].start.Sub(failedOver))
 		}
 	}
-	t.Logf("%d events, %s: %d ran twice (%d at the same time); %d after a lost claim, %d after a lost result (second run %v after the failover); second run after the first: %v; answers: %s",
-		events, describe(vars, lag, stale), res.doubles, res.concurrent, res.lostClaims, res.lostResults, res.resultWaits, res.gaps, webhookfleet.FormatCounts(res.tally))
+	t.Logf("%d events, %s: %d ran twice (%d at the same time); %d after a lost claim, %d after a lost result (second run %v after the failover); second run after the first: %v; %d never ran within 5s of retries; answers: %s",
+		events, describe(vars, lag, stale), res.doubles, res.concurrent, res.lostClaims, res.lostResults, res.resultWaits, res.gaps, res.neverRan, webhookfleet.FormatCounts(res.tally))
 	return res
 }
 
