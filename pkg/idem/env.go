@@ -11,10 +11,10 @@ import (
 
 // OptionsFromEnv reads the core's settings through getenv: IDEM_KEY_PREFIX (default "idem"),
 // IDEM_RESULT_TTL (Go duration, default resultTTL, the calling function's own default),
-// IDEM_LOCK_TTL (Go duration, default derived from the invocation deadline) and IDEM_FAIL_OPEN
+// IDEM_LOCK_TTL (Go duration, default derived from the invocation deadline), IDEM_FAIL_OPEN
 // (true: run the work unguarded when Redis is unreachable; default false, fail closed), and
-// IDEM_MIN_REPLICAS, IDEM_REPLICA_TIMEOUT and IDEM_UNSAFE_EVICTION (below). A malformed value is a
-// *setting.Error naming the variable.
+// IDEM_MIN_REPLICAS, IDEM_REPLICA_TIMEOUT and IDEM_UNSAFE_EVICTION (below). A malformed value
+// is a *setting.Error naming the variable.
 func OptionsFromEnv(getenv func(string) string, resultTTL time.Duration) ([]Option, error) {
 	if resultTTL <= 0 {
 		return nil, fmt.Errorf("idem: default result TTL %s is not positive", resultTTL)
