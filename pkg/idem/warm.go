@@ -27,8 +27,9 @@ var guardScripts = []struct {
 // context deadlines, as redisconn's clients do: go-redis's ContextTimeoutEnabled).
 //
 // Warm also reads the store's maxmemory-policy from INFO memory, in the same round trip on a
-// single server, in one more on a cluster (from every primary, in parallel), for EvictionPolicy to report and WithUnsafeEviction to act on;
-// a policy it could not read is read by the first call under EvictionRefuse.
+// single server, in one more on a cluster (from every primary, in parallel), for
+// EvictionPolicy to report and WithUnsafeEviction to act on; a policy it could not read is read
+// by the first call under EvictionRefuse.
 func (g *Guard) Warm(ctx context.Context) error {
 	var (
 		cmds []*redis.StringCmd
