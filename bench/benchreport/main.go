@@ -42,6 +42,9 @@ var paths = []path{
 	{"batch of 10 first deliveries vs one bare SET NX", "BatchFirstDelivery10", "FloorSetNX", 0, true},
 	{"batch of 10 first deliveries vs hand-written pipelined SET NX + Lua CAS", "BatchFirstDelivery10", "FloorBatchClaimAndScript10", 0, true},
 	{"SQS batch of 10 new records (idemsqs) vs one bare SET NX", "SQSBatch10", "FloorSetNX", 3.0, true},
+	// Replica acknowledgement (IDEM_MIN_REPLICAS=1): the WAIT in the claim's round trip, against
+	// the default path; no budget, it is an option.
+	{"first execution with WAIT for 1 replica vs first execution", "FirstExecutionMinReplicas1", "FirstExecution", 0, true},
 	{"floor: bare SET NX", "FloorSetNX", "FloorSetNX", 0, false},
 	{"floor: SET NX + minimal Lua CAS", "FloorClaimAndScript", "FloorClaimAndScript", 0, false},
 	{"floor: 10 SET NX + 10 Lua CAS, 2 pipelines", "FloorBatchClaimAndScript10", "FloorBatchClaimAndScript10", 0, true},

@@ -77,3 +77,33 @@ func TestIdemOptionsErrorsNameTheVariable(t *testing.T) {
 		t.Error("zero default result TTL accepted")
 	}
 }
+
+// IDEM_MIN_REPLICAS, IDEM_REPLICA_TIMEOUT and IDEM_UNSAFE_EVICTION become options a guard
+// accepts; a malformed value is a *setting.Error naming its variable.
+func TestDurabilitySettingsNameTheirVariable(t *testing.T) {
+	for _, vars := range []map[string]string{
+		{"IDEM_MIN_REPLICAS": "2", "IDEM_UNSAFE_EVICTION": "refuse"},
+		{"IDEM_MIN_REPLICAS": "1", "IDEM_REPLICA_TIMEOUT": "120ms"},
+		{"IDEM_UNSAFE_EVICTION": "warn"},
+		{"IDEM_MIN_REPLICAS": "0"},
+	} {
+		opts, err := config.IdemOptions(func(k string) string { return vars[k] }, time.Hour)
+		if err != nil {
+			t.Fatalf("%v: %v", vars, err)
+		}
+		if _, err := idem.New(testsupport.StartMiniredis(t).NewClient(), opts...); err != nil {
+			t.Errorf("%v: the guard refuses the options: %v", vars, err)
+		}
+	}
+	for _, tc := range []struct{ name, value string }{
+		{"IDEM_MIN_REPLICAS", "-1"}, {"IDEM_MIN_REPLICAS", "6"}, {"IDEM_MIN_REPLICAS", "one"},
+		{"IDEM_REPLICA_TIMEOUT", "0s"}, {"IDEM_REPLICA_TIMEOUT", "1s"}, {"IDEM_REPLICA_TIMEOUT", "50"},
+		{"IDEM_UNSAFE_EVICTION", "fail"},
+	} {
+		vars := map[string]string{"IDEM_MIN_REPLICAS": "1", tc.name: tc.value}
+		var se *setting.Error
+		if _, err := config.IdemOptions(func(k string) string { return vars[k] }, time.Hour); !errors.As(err, &se) || se.Var != tc.name {
+			t.Errorf("%s=%q: %v, want a *setting.Error naming it", tc.name, tc.value, err)
+		}
+	}
+}

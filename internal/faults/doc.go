@@ -13,6 +13,8 @@
 //	TestPausedOwner                                a real process stopped (SIGSTOP) past its claims, fenced and not
 //	TestFenceIncreasesAcrossARestartWithPersistence  fencing tokens after a restart from the append-only file
 //	TestChainedLostClaims                          the wait behind claims whose replies were lost
+//	TestFailoverOfALaggingReplica                  a replica trailing by 50ms promoted mid-stream, with and without IDEM_MIN_REPLICAS
+//	TestFailoverWithAStaleEndpoint                 the same, half the environments on the old primary for 500ms
 //
 // Each test asserts the properties the design promises under its fault (no work without a
 // claim, fail closed while Redis is unreachable, no duplicate while the record survives, full

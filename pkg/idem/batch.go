@@ -91,17 +91,30 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 	if len(sent) == 0 {
 		return outs, errs
 	}
+	admitted, err := g.admitEviction(ctx)
+	if err != nil {
+		for _, i := range sent {
+			outs[i], errs[i] = admitted, err
+		}
+		return outs, errs
+	}
 
 	// Claim every key.
 	var trips int
-	if g.opts.fencing {
+	var waits []*redis.IntCmd // WithMinReplicas: each item's WAIT (never with fencing)
+	switch {
+	case g.opts.fencing:
 		trips = g.claimBatchFenced(ctx, b, sent)
-	} else {
+	case g.opts.minReplicas > 0:
 		var px any = b[sent[0]].lockTTL.Milliseconds() // the same for all: boxed once
+		waits, trips = g.claimBatchReplicated(ctx, b, sent, px)
+	default:
+		var px any = b[sent[0]].lockTTL.Milliseconds()
 		trips = g.pipelined(ctx, b, sent, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
 			return p.Do(ctx, claimArgs(&c.call, px)...)
 		})
 	}
+	trips += admitted.RoundTrips
 	var full, claimed []int
 	for _, i := range sent {
 		c := &b[i]
@@ -130,6 +143,12 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 			stored, err := b[i].reply.Text()
 			outs[i], errs[i] = g.observeFull(&b[i].call, outs[i], stored, err)
 		}
+	}
+
+	if waits != nil {
+		var more int
+		claimed, more = g.replicatedBatch(ctx, b, claimed, waits, outs, errs)
+		trips += more
 	}
 
 	// Run the works of the claimed items.

@@ -28,6 +28,9 @@ type Guard struct {
 	opts    options
 	cache   *lru.Cache[string, cachedResult]
 	lost    lostClaims
+	// eviction is the store's maxmemory-policy as last read (Warm, or a call under
+	// WithUnsafeEviction(EvictionRefuse)).
+	eviction evictionState
 }
 
 type cachedResult struct {
@@ -98,14 +101,23 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 	if out, ok, err := g.start(c, key, fp, g.opts.now()); !ok {
 		return out, err
 	}
+	out, err := g.admitEviction(ctx)
+	if err != nil {
+		return out, err
+	}
 	c.deadlines(ctx, g.opts)
 	var stored string
 	var cerr error
-	out := Outcome{RoundTrips: 1}
+	var wait *redis.IntCmd // WithMinReplicas: the claim's WAIT (never with fencing, see validate)
+	out.RoundTrips++
 	if g.opts.fencing {
-		stored, out.RoundTrips, cerr = g.claimFenced(ctx, c)
+		var trips int
+		stored, trips, cerr = g.claimFenced(ctx, c)
+		out.RoundTrips += trips - 1
 	} else {
-		stored, cerr = g.client.Do(ctx, claimArgs(c, c.lockTTL.Milliseconds())...).Text()
+		var claim *redis.Cmd
+		claim, wait = g.sendClaim(ctx, c)
+		stored, cerr = claim.Text()
 	}
 	if isOOM(cerr) {
 		out.RoundTrips++
@@ -116,6 +128,9 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 		return g.runUnguarded(ctx, work)
 	}
 	if out, claimed, err := g.claimed(c, out, stored, cerr); !claimed {
+		return out, err
+	}
+	if out, ok, err := g.replicated(ctx, c, out, wait); !ok {
 		return out, err
 	}
 

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -34,6 +35,11 @@ type options struct {
 	now       func() time.Time
 	fencing   bool
 	observe   func(Observation)
+	// minReplicas and replicaTimeout: WithMinReplicas (replicas.go).
+	minReplicas    int
+	replicaTimeout time.Duration
+	// unsafeEviction: WithUnsafeEviction (eviction.go).
+	unsafeEviction EvictionAction
 }
 
 func defaultOptions() options {
@@ -83,7 +89,7 @@ func (o options) validate() error {
 	case o.lockTTL != 0 && o.lockTTL <= safetyMargin:
 		return fmt.Errorf("idem: lock TTL %s must exceed the safety margin %s", o.lockTTL, safetyMargin)
 	}
-	return o.validatePrefix()
+	return errors.Join(o.validatePrefix(), o.validateReplicas(), o.unsafeEviction.validate())
 }
 
 func (o options) validatePrefix() error {

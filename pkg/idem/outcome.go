@@ -31,8 +31,9 @@ const (
 	// stored. Outcome.Result is the work's result; the claim expires at its TTL, so a retry after
 	// that runs the work again.
 	NotStored
-	// Unavailable: the store could not be reached, or held a record this package did not write.
-	// Nothing ran (fail closed). The error matches ErrUnavailable.
+	// Unavailable: the store could not be reached, or held a record this package did not write,
+	// or could not be relied on: too few replicas acknowledged the claim (WithMinReplicas), or
+	// its eviction policy is refused (WithUnsafeEviction). Nothing ran (fail closed).
 	Unavailable
 	// ExecutedUnguarded: the store could not be reached and the guard was built with
 	// WithFailOpen, so the work ran without a claim. Nothing was stored.
@@ -105,8 +106,9 @@ var (
 	// ErrInvalidKey (Kind InvalidKey): the key failed validation (Key.Validate); nothing was
 	// sent to the store.
 	ErrInvalidKey = errors.New("idem: invalid key")
-	// ErrUnavailable (Kind Unavailable): the store could not be reached, or held a record this
-	// package did not write; nothing ran.
+	// ErrUnavailable (Kind Unavailable): the store could not be reached, held a record this
+	// package did not write, or could not be relied on (ErrReplicasNotAcknowledged,
+	// ErrUnsafeEviction); nothing ran.
 	ErrUnavailable = errors.New("idem: store unavailable")
 	// ErrNotReplayable: the work ran for this key before, but its result could not be stored,
 	// so there is nothing to return; the work does not run again (Kind NotReplayable).

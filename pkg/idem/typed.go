@@ -77,6 +77,11 @@ func Wrap[In, Out any](g *Guard, scope string, key func(In) string, fingerprint 
 			return v, nil
 		case Mismatch:
 			return zero, fmt.Errorf("%w for key %q in scope %s", ErrMismatch, id, scope)
+		case Unavailable:
+			if !errors.Is(err, ErrUnavailable) {
+				err = fmt.Errorf("%w: %w", ErrUnavailable, err) // errors.Is finds the cause too
+			}
+			return zero, err
 		}
 		// InProgress, Unavailable, InvalidKey: Do's error matches the Kind's sentinel; Failed:
 		// it wraps fn's error.

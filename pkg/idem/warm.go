@@ -2,17 +2,21 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// guardScripts are the scripts a guard may call, with their source: completion, release and
-// the batch's finish.
-var guardScripts = []struct {
+// guardScript is a script with its source, for SCRIPT LOAD.
+type guardScript struct {
 	script *redis.Script
 	source string
-}{{completeScript, completeSource}, {releaseScript, releaseSource}, {finishScript, finishSource}}
+}
+
+// guardScripts are the scripts a guard may call, with their source: completion, release and
+// the batch's finish.
+var guardScripts = []guardScript{{completeScript, completeSource}, {releaseScript, releaseSource}, {finishScript, finishSource}}
 
 // Warm readies g for its first call, for a function's init: the server compiles every script
 // the guard may call (on a cluster, every node; the fenced claim's too, with WithFencing), so that the first completion or release sends
@@ -24,8 +28,16 @@ var guardScripts = []struct {
 // without Warm.
 // Bound it with ctx, so an unreachable server cannot hold the init (the client must honour
 // context deadlines, as redisconn's clients do: go-redis's ContextTimeoutEnabled).
+//
+// Warm also reads the store's maxmemory-policy from INFO memory, in the same round trip on a
+// single server, in one more on a cluster (from every primary, in parallel), for
+// EvictionPolicy to report and WithUnsafeEviction to act on; a policy it could not read is read
+// by the first call under EvictionRefuse.
 func (g *Guard) Warm(ctx context.Context) error {
-	var cmds []*redis.StringCmd
+	var (
+		cmds []*redis.StringCmd
+		perr error // reading the eviction policy
+	)
 	scripts := guardScripts
 	if g.opts.fencing {
 		scripts = append(scripts[:len(scripts):len(scripts)], struct {
@@ -38,14 +50,23 @@ func (g *Guard) Warm(ctx context.Context) error {
 		for _, s := range scripts {
 			cmds = append(cmds, g.client.ScriptLoad(ctx, s.source))
 		}
+		_, perr = g.learnEvictionPolicy(ctx)
 	} else {
 		// Not Script.Load: on a pipeline it would record the still empty reply as the SHA.
 		p := g.client.Pipeline()
 		for _, s := range scripts {
 			cmds = append(cmds, p.ScriptLoad(ctx, s.source))
 		}
-		_, _ = p.Exec(ctx) // each command carries its own error, checked below
+		info := p.Info(ctx, "memory") // in the same round trip
+		_, _ = p.Exec(ctx)            // each command carries its own error, checked below
+		perr = g.learnEvictionPolicyFrom(info.Result())
 	}
+	return errors.Join(g.learnScripts(scripts, cmds), perr)
+}
+
+// learnScripts records the scripts whose SCRIPT LOAD, cmds in the order of guardScripts,
+// succeeded, and returns the first failure.
+func (g *Guard) learnScripts(scripts []guardScript, cmds []*redis.StringCmd) error {
 	for i, cmd := range cmds {
 		s := scripts[i].script
 		switch sha, err := cmd.Result(); {

@@ -46,6 +46,9 @@ func TestWarmLoadsEveryScriptAndTheFirstCallSendsItsSHA(t *testing.T) {
 			if n := sent.RoundTrips.Load() - before; n != tc.trips {
 				t.Errorf("Warm took %d round trips, want %d", n, tc.trips)
 			}
+			if p, safe := g.EvictionPolicy(); p != policyNoEviction || !safe {
+				t.Errorf("after Warm the eviction policy reads %q (safe %v), want the server's default %q", p, safe, policyNoEviction)
+			}
 			tc.nodes(func(c *redis.Client) {
 				for _, s := range guardScripts {
 					if ok, err := c.ScriptExists(ctx, s.script.Hash()).Result(); err != nil || !ok[0] {

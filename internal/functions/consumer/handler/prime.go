@@ -3,6 +3,8 @@ package handler
 import (
 	"context"
 	"fmt"
+
+	"github.com/idemlambda/idem/internal/redisguard"
 )
 
 // Prime readies the handler for its first batch, for a function's init, once New has made the
@@ -13,7 +15,9 @@ import (
 // Bound it with ctx (the function's init gives it what is left of redisconn.DefaultWarmUp); on
 // error the first batch sends the scripts' source, as without Prime.
 func (h *Handler) Prime(ctx context.Context) error {
-	if err := h.guard.Warm(ctx); err != nil {
+	err := h.guard.Warm(ctx)
+	redisguard.LogInit(ctx, h.logger, h.guard, err) // the init line, with the eviction policy
+	if err != nil {
 		return fmt.Errorf("consumer: prime: %w", err)
 	}
 	return nil

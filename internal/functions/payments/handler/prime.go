@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/internal/ledger"
+	"github.com/idemlambda/idem/internal/redisguard"
 )
 
 // primeBody is the synthetic payment Prime creates: a valid request, as a client sends one.
@@ -26,13 +27,14 @@ const primeBody = `{"amount":100,"currency":"EUR","description":"init","metadata
 // Bound it with ctx (the function's init gives it what is left of redisconn.DefaultWarmUp): when
 // Redis is unreachable it returns the error and the first request fails fast, as without Prime.
 func (h *Handler) Prime(ctx context.Context) error {
-	if err := h.guard.Warm(ctx); err != nil {
+	err := h.guard.Warm(ctx)
+	redisguard.LogInit(ctx, h.logger, h.guard, err) // the init line, with the eviction policy
+	if err != nil {
 		return fmt.Errorf("payments: prime: %w", err)
 	}
 	p := *h
 	p.guard, p.ledger, p.auth = h.prime, ledger.NewMemory(), AuthNone
 	p.logger = slog.New(slog.DiscardHandler)
-	var err error
 	if p.createOnGuard, err = p.newCreate(h.prime); err != nil {
 		return fmt.Errorf("payments: prime: %w", err)
 	}

@@ -37,7 +37,7 @@ func (l *commandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 // Prime runs one synthetic payment at init that leaves nothing behind (no key outlives a
-// millisecond, no log line, nothing in the ledger), has the server compile the scripts, and
+// millisecond, no log line but the init line, nothing in the ledger), has the server compile the scripts, and
 // makes the first real request send the completion script's SHA, not its source.
 func TestPrimeLeavesNothingAndTheFirstRequestSendsTheScriptSHA(t *testing.T) {
 	e := sharedEnv(t)
@@ -57,8 +57,10 @@ func TestPrimeLeavesNothingAndTheFirstRequestSendsTheScriptSHA(t *testing.T) {
 			t.Errorf("Prime sent %q, want a %s among them", primed, want)
 		}
 	}
-	if logs.String() != "" {
-		t.Errorf("Prime wrote log lines:\n%s", logs)
+	// One line: the init line, naming the cache's eviction policy; nothing of the synthetic payment.
+	if primeLog := logs.String(); strings.Count(primeLog, "\n") != 1 || !strings.Contains(primeLog, `"msg":"init"`) ||
+		!strings.Contains(primeLog, `"eviction_policy":`) {
+		t.Errorf("Prime wrote, want only the init line with the eviction policy:\n%s", primeLog)
 	}
 	time.Sleep(20 * time.Millisecond) // the synthetic result's millisecond, with room
 	if keys, err := client.Keys(context.Background(), e["IDEM_KEY_PREFIX"]+"*").Result(); err != nil || len(keys) != 0 {
@@ -72,8 +74,8 @@ func TestPrimeLeavesNothingAndTheFirstRequestSendsTheScriptSHA(t *testing.T) {
 	if got := strings.Join(sent.names, " "); got != "evalsha evalsha" {
 		t.Errorf("the first request sent %q, want the fenced claim and the completion by SHA: \"evalsha evalsha\"", got)
 	}
-	if n := strings.Count(logs.String(), "\n"); n != 1 {
-		t.Errorf("%d log lines after one request, want 1:\n%s", n, logs)
+	if n := strings.Count(logs.String(), "\n"); n != 2 {
+		t.Errorf("%d log lines after Prime and one request, want 2 (init, request):\n%s", n, logs)
 	}
 }
 

@@ -1,0 +1,228 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrReplicasNotAcknowledged: fewer replicas than WithMinReplicas asks for acknowledged a claim
+// within its timeout (or the server refused WAIT), so the claim was released and nothing ran. The
+// error of such an Unavailable outcome, and the one Wrap returns, match both it and
+// ErrUnavailable.
+var ErrReplicasNotAcknowledged = errors.New("idem: replicas did not acknowledge the claim")
+
+// WithMinReplicas makes every claim wait until at least n replicas of the key's primary have
+// acknowledged it, for at most timeout: a WAIT n timeout pipelined after the claim's SET, in the
+// claim's round trip, on the primary that holds the key (on a cluster, the key's node). When
+// fewer acknowledge in time, the claim is released (one more round trip), nothing runs, and the
+// outcome is Unavailable with an error matching ErrReplicasNotAcknowledged: a claim that a
+// failover could lose never lets work run. A first execution that succeeds costs the timeout at
+// most on top of its round trip, usually the replica's lag.
+//
+// It protects the claim, not the completion: a completed result that had not reached a replica
+// when its primary failed is lost, and the claim a replica holds keeps the key in progress until
+// the claim's TTL; the work then runs again on the next delivery (docs/reliability.md measures
+// it).
+//
+// timeout must be at least 1ms (WAIT's 0 would block forever) and should stay well below the
+// client's read timeout, or a slow replica turns into a client timeout. n 0 turns it off, the
+// default. It applies to *redis.Client and *redis.ClusterClient; replies of a key already
+// claimed or completed are answered as without it. It cannot be combined with WithFencing (New
+// refuses both): a fenced claim is a script, and its downstream check already refuses the
+// writer a failover left behind.
+func WithMinReplicas(n int, timeout time.Duration) Option {
+	return func(o *options) { o.minReplicas, o.replicaTimeout = n, timeout }
+}
+
+func (o options) validateReplicas() error {
+	switch {
+	case o.minReplicas < 0:
+		return fmt.Errorf("idem: %d minimum replicas is negative", o.minReplicas)
+	case o.minReplicas > 0 && o.replicaTimeout < time.Millisecond:
+		return fmt.Errorf("idem: replica timeout %s is below 1ms", o.replicaTimeout)
+	case o.minReplicas > 0 && o.fencing:
+		return errors.New("idem: WithMinReplicas and WithFencing together are not supported")
+	}
+	return nil
+}
+
+// sendClaim sends c's claim and returns its reply; with WithMinReplicas also the reply of the
+// WAIT pipelined after it on the same connection (nil without).
+func (g *Guard) sendClaim(ctx context.Context, c *call) (*redis.Cmd, *redis.IntCmd) {
+	args := claimArgs(c, c.lockTTL.Milliseconds())
+	if g.opts.minReplicas == 0 {
+		return g.client.Do(ctx, args...), nil
+	}
+	pipe, err := g.keyPipeline(ctx, c.rk)
+	if err != nil {
+		cmd := redis.NewCmd(ctx, args...)
+		cmd.SetErr(err)
+		return cmd, nil
+	}
+	set := pipe.Do(ctx, args...)
+	wait := g.waitCmd(ctx, pipe)
+	_, _ = pipe.Exec(ctx) // each reply carries its own error
+	if cc, ok := g.client.(*redis.ClusterClient); ok && movedSlot(set.Err()) {
+		cc.ReloadState(ctx) // the next claim of a key of this slot goes to its new node
+	}
+	return set, wait
+}
+
+// waitCmd queues WAIT on pipe: it answers once enough replicas acknowledged every write the
+// connection sent before it, or at the timeout, with how many did. The client's read timeout
+// bounds its reply, as any other's.
+func (g *Guard) waitCmd(ctx context.Context, pipe redis.Pipeliner) *redis.IntCmd {
+	cmd := redis.NewIntCmd(ctx, "wait", g.opts.minReplicas, g.opts.replicaTimeout.Milliseconds())
+	_ = pipe.Process(ctx, cmd)
+	return cmd
+}
+
+// keyPipeline returns a pipeline to the primary that holds key: WAIT counts the replicas of the
+// node it runs on, and a cluster client would send it, a command without a key, to every node.
+func (g *Guard) keyPipeline(ctx context.Context, key string) (redis.Pipeliner, error) {
+	if cc, ok := g.client.(*redis.ClusterClient); ok {
+		node, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return node.Pipeline(), nil
+	}
+	return g.client.Pipeline(), nil
+}
+
+// movedSlot reports a reply saying the key's slot is served by another node.
+func movedSlot(err error) bool {
+	return err != nil && (redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK"))
+}
+
+// replicated settles a claim the guard holds against the reply of its WAIT: ok when enough
+// replicas acknowledged it (or none were asked for); otherwise the claim is released and the
+// outcome is Unavailable.
+func (g *Guard) replicated(ctx context.Context, c *call, out Outcome, wait *redis.IntCmd) (Outcome, bool, error) {
+	short := g.shortfall(wait)
+	if short == nil {
+		return out, true, nil
+	}
+	n, trips, err := g.scripts.run(storeContext(ctx), releaseScript, []string{c.rk}, c.owner())
+	out.RoundTrips += trips
+	out.Kind = Unavailable
+	return out, false, unreleased(short, n, err)
+}
+
+// shortfall returns nil when wait reports enough replicas, or the error that explains why not.
+func (g *Guard) shortfall(wait *redis.IntCmd) error {
+	if wait == nil {
+		return nil
+	}
+	n, err := wait.Result()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w: WAIT: %w", ErrUnavailable, ErrReplicasNotAcknowledged, err)
+	case n < int64(g.opts.minReplicas):
+		return fmt.Errorf("%w: %w: %d of %d within %s", ErrUnavailable, ErrReplicasNotAcknowledged,
+			n, g.opts.minReplicas, g.opts.replicaTimeout)
+	}
+	return nil
+}
+
+// unreleased adds to short what the release of the claim answered (n, err: releaseScript's).
+func unreleased(short error, n int64, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("idem: claim: %w (claim not released, it expires at its TTL: %v)", short, err)
+	case n == scriptOtherOwner:
+		return fmt.Errorf("idem: claim: %w (claim not released: the key is now held by another owner)", short)
+	}
+	return fmt.Errorf("idem: claim: %w (claim released)", short)
+}
+
+// claimBatchReplicated is DoBatch's claim with WithMinReplicas: the claims of idx go out as
+// pipelined, grouped by the primary that holds their key, each pipeline ending with one WAIT
+// that covers every claim before it; the groups go to their nodes in parallel. It leaves each
+// claim's reply in its item and returns the WAIT reply of each item (indexed as b) and the round
+// trips it took (those of the largest group: the nodes are asked at once).
+func (g *Guard) claimBatchReplicated(ctx context.Context, b []batchItem, idx []int, px any) ([]*redis.IntCmd, int) {
+	waits := make([]*redis.IntCmd, len(b))
+	groups := map[*redis.Client][]int{} // nil: the one server of a *redis.Client
+	cc, cluster := g.client.(*redis.ClusterClient)
+	for _, i := range idx {
+		if !cluster {
+			groups[nil] = append(groups[nil], i)
+			continue
+		}
+		node, err := cc.MasterForKey(ctx, b[i].rk)
+		if err != nil {
+			b[i].reply = redis.NewCmd(ctx, claimArgs(&b[i].call, px)...)
+			b[i].reply.SetErr(err)
+			continue
+		}
+		groups[node] = append(groups[node], i)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		trips int
+	)
+	for node, group := range groups {
+		wg.Go(func() {
+			n := 0
+			for part := range slices.Chunk(group, pipelineKeys) {
+				pipe := g.client.Pipeline()
+				if node != nil {
+					pipe = node.Pipeline()
+				}
+				for _, i := range part {
+					b[i].reply = pipe.Do(ctx, claimArgs(&b[i].call, px)...)
+				}
+				wait := g.waitCmd(ctx, pipe)
+				_, _ = pipe.Exec(ctx)
+				n++
+				for _, i := range part {
+					waits[i] = wait
+				}
+				if cluster && slices.ContainsFunc(part, func(i int) bool { return movedSlot(b[i].reply.Err()) }) {
+					cc.ReloadState(ctx)
+				}
+			}
+			mu.Lock()
+			trips = max(trips, n)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return waits, trips
+}
+
+// replicatedBatch keeps of claimed the items whose claims enough replicas acknowledged. The
+// others are answered Unavailable and their claims released in one more round trip (added to
+// trips); unguarded items (fail open) are kept as they are.
+func (g *Guard) replicatedBatch(ctx context.Context, b []batchItem, claimed []int, waits []*redis.IntCmd, outs []Outcome, errs []error) ([]int, int) {
+	var kept, short []int
+	for _, i := range claimed {
+		if b[i].unguarded || g.shortfall(waits[i]) == nil {
+			kept = append(kept, i)
+			continue
+		}
+		short = append(short, i)
+	}
+	if len(short) == 0 {
+		return kept, 0
+	}
+	sctx := storeContext(ctx)
+	trips := g.pipelined(sctx, b, short, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
+		// The source, not the SHA: this rare path cannot tell whether this node compiled it.
+		return releaseScript.Eval(sctx, p, []string{c.rk}, c.owner())
+	})
+	for _, i := range short {
+		n, err := b[i].reply.Int64()
+		outs[i].Kind = Unavailable
+		errs[i] = unreleased(g.shortfall(waits[i]), n, err)
+	}
+	return kept, trips
+}

@@ -1,0 +1,160 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemlambda/idem/internal/testsupport"
+)
+
+// countingClient returns a client of addr that counts its round trips.
+func countingClient(t *testing.T, addr string) (*redis.Client, *testsupport.CommandCounter) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, PipelinePoolSize: -1})
+	t.Cleanup(func() { c.Close() })
+	n := &testsupport.CommandCounter{}
+	c.AddHook(n)
+	return c, n
+}
+
+// With a replica in sync, a first execution under WithMinReplicas still costs 2 round trips: the
+// WAIT rides in the claim's pipeline.
+func TestMinReplicasAcknowledgedClaimRunsInTheSameRoundTrips(t *testing.T) {
+	r := testsupport.StartReplicated(t)
+	c, _ := countingClient(t, r.Primary.Addr())
+	g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)), WithMinReplicas(1, 200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmUp(g, Fingerprint{})
+	ran := 0
+	out, err := g.Do(context.Background(), Key{Scope: "s", ID: "acked"}, Fingerprint{}, func(context.Context) (Result, error) {
+		ran++
+		return Result{Status: 200}, nil
+	})
+	if out.Kind != Executed || err != nil || ran != 1 || out.RoundTrips != 2 {
+		t.Fatalf("Do: %v in %d round trips, ran %d times (%v); want executed once in 2", out.Kind, out.RoundTrips, ran, err)
+	}
+
+	// A batch: one WAIT per pipeline, still 2 round trips.
+	items := []Item{{Key: Key{Scope: "s", ID: "b1"}, Work: okWork("1")}, {Key: Key{Scope: "s", ID: "b2"}, Work: okWork("2")}}
+	outs, errs := g.DoBatch(context.Background(), items, nil)
+	for i, o := range outs {
+		if o.Kind != Executed || o.RoundTrips != 2 {
+			t.Errorf("batch item %d: %v in %d round trips (%v), want executed in 2", i, o.Kind, o.RoundTrips, errs[i])
+		}
+	}
+}
+
+// Without the replicas asked for, nothing runs, the claim is released, and the caller sees
+// Unavailable, matching ErrUnavailable and ErrReplicasNotAcknowledged; Wrap's error too.
+func TestMinReplicasUnacknowledgedClaimIsReleasedAndNothingRuns(t *testing.T) {
+	srv := testsupport.StartRedis(t) // no replica at all
+	c, _ := countingClient(t, srv.Addr())
+	prefix := testsupport.UniquePrefix(t)
+	g, err := New(c, WithPrefix(prefix), WithMinReplicas(1, 5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ran := 0
+	work := func(context.Context) (Result, error) { ran++; return Result{Status: 200}, nil }
+	key := Key{Scope: "s", ID: "alone"}
+	out, err := g.Do(ctx, key, Fingerprint{}, work)
+	if out.Kind != Unavailable || ran != 0 {
+		t.Fatalf("Do: %v, ran %d times (%v); want unavailable, not run", out.Kind, ran, err)
+	}
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrReplicasNotAcknowledged) {
+		t.Errorf("Do's error %v matches neither ErrUnavailable nor ErrReplicasNotAcknowledged", err)
+	}
+	if n, err := c.Exists(ctx, key.redisKey(prefix)).Result(); err != nil || n != 0 {
+		t.Errorf("the unacknowledged claim is still stored (%d, %v), want released", n, err)
+	}
+
+	wrapped := mustWrap(t, g, "w", func(s string) string { return s }, nil, func(context.Context, string) (string, error) {
+		ran++
+		return "done", nil
+	})
+	if _, err := wrapped(ctx, "k"); !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrReplicasNotAcknowledged) {
+		t.Errorf("Wrap: %v, want ErrUnavailable and ErrReplicasNotAcknowledged", err)
+	}
+
+	items := []Item{{Key: Key{Scope: "s", ID: "b1"}, Work: work}, {Key: Key{Scope: "s", ID: "b2"}, Work: work}}
+	outs, errs := g.DoBatch(ctx, items, nil)
+	for i, o := range outs {
+		if o.Kind != Unavailable || !errors.Is(errs[i], ErrReplicasNotAcknowledged) {
+			t.Errorf("batch item %d: %v (%v), want unavailable, replicas not acknowledged", i, o.Kind, errs[i])
+		}
+		if n, _ := c.Exists(ctx, items[i].Key.redisKey(prefix)).Result(); n != 0 {
+			t.Errorf("batch item %d: its claim is still stored, want released", i)
+		}
+	}
+	if ran != 0 {
+		t.Errorf("work ran %d times without the replica's acknowledgement", ran)
+	}
+}
+
+// On a cluster the WAIT goes to the node of the key, whose own replica acknowledges it.
+func TestMinReplicasOnClusterWaitsOnTheKeysNode(t *testing.T) {
+	for _, tc := range []struct {
+		replicas int
+		want     Kind
+	}{{1, Executed}, {0, Unavailable}} {
+		cl := testsupport.StartCluster(t, 3, tc.replicas)
+		c := cl.NewClient()
+		t.Cleanup(func() { c.Close() })
+		g, err := New(c, WithPrefix("replicas"), WithMinReplicas(1, 200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var items []Item
+		for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+			items = append(items, Item{Key: Key{Scope: "s", ID: id}, Work: okWork(id)})
+			out, err := g.Do(ctx, Key{Scope: "one", ID: id}, Fingerprint{}, okWork(id))
+			if out.Kind != tc.want {
+				t.Errorf("%d replicas per master, key %s: %v (%v), want %v", tc.replicas, id, out.Kind, err, tc.want)
+			}
+		}
+		outs, errs := g.DoBatch(ctx, items, nil)
+		for i, o := range outs {
+			if o.Kind != tc.want {
+				t.Errorf("%d replicas per master, batch item %d: %v (%v), want %v", tc.replicas, i, o.Kind, errs[i], tc.want)
+			}
+		}
+	}
+}
+
+func TestMinReplicasOptionIsValidated(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { c.Close() })
+	for _, opt := range []Option{WithMinReplicas(-1, time.Second), WithMinReplicas(1, 0), WithMinReplicas(1, 500*time.Microsecond)} {
+		if _, err := New(c, opt); err == nil {
+			t.Error("New accepted an invalid WithMinReplicas")
+		}
+	}
+	if _, err := New(c, WithMinReplicas(0, 0)); err != nil {
+		t.Errorf("WithMinReplicas(0, 0), off: %v", err)
+	}
+}
+
+// BenchmarkFirstExecutionMinReplicas1 is BenchmarkFirstExecution with WithMinReplicas(1, 50ms)
+// on a private primary whose one replica is in sync on loopback, replicating from it directly:
+// the claim's pipeline carries the WAIT, so the round trips stay 2 and the cost is the replica's
+// acknowledgement.
+func BenchmarkFirstExecutionMinReplicas1(b *testing.B) {
+	primary := testsupport.StartRedis(b)
+	testsupport.StartReplica(b, primary)
+	c := benchClientAt(b, primary.Addr())
+	g, err := New(c.Client, WithMinReplicas(1, 50*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.Do(context.Background(), Key{Scope: "bench", ID: "warm"}, Fingerprint{}, benchWork)
+	benchDo(b, c, g, Executed, func(i int) Key { return Key{Scope: "bench", ID: "evt_" + strconv.Itoa(i)} })
+}
