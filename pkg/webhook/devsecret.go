@@ -37,6 +37,8 @@ func DevSecret(name string) string {
 		return base64.StdEncoding.EncodeToString(der)
 	case p.SecretFormat == SecretWhsec:
 		return StandardSecret([]byte(seed))
+	case p.Family == FamilyItemHMAC:
+		return hex.EncodeToString([]byte(seed))
 	}
 	return seed
 }
@@ -64,6 +66,9 @@ func devECDSAKey(name string) (*ecdsa.PrivateKey, error) {
 func IsDevSecret(p Preset, secret string) (string, bool) {
 	for _, name := range Names() {
 		if secret == DevSecret(name) || secret == devSeed(name) {
+			return name, true
+		}
+		if key, err := hex.DecodeString(secret); err == nil && p.Family == FamilyItemHMAC && string(key) == devSeed(name) {
 			return name, true
 		}
 		if p.SecretFormat == SecretWhsec {

@@ -18,7 +18,7 @@ import (
 //	shopify            body-hmac       x-shopify-hmac-sha256 (base64)                 digest of body                72h   48 hours (8 retries over 4 hours today)
 //	standard           message-hmac    webhook-signature v1, (base64)                 webhook-id                    48h   about 28 hours (Svix)
 //	slack              timestamp-hmac  x-slack-signature v0= (hex)                    body event_id                 24h   3 retries within minutes
-//	twilio             url-hmac        x-twilio-signature (base64 HMAC-SHA1)          digest of URL + sorted form   24h   within seconds (connection overrides)
+//	twilio             url-hmac        x-twilio-signature (base64 HMAC-SHA1/SHA256)   digest of URL + sorted form   24h   within seconds (connection overrides)
 //	square             url-hmac        x-square-hmacsha256-signature (base64)         body event_id                 72h   24 hours
 //	paddle             timestamp-hmac  paddle-signature ts=;h1= (hex)                 body event_id                 96h   3 days (live)
 //	discord            public-key      x-signature-ed25519 (hex Ed25519)              body id                       24h   none (3 s to answer)
@@ -28,7 +28,7 @@ import (
 //	gitlab             token           x-gitlab-token                                 digest of body                72h   manual resend (2 days)
 //	bitbucket          body-hmac       x-hub-signature sha256= (hex)                  digest of body                24h   minutes
 //	intercom           body-hmac       x-hub-signature sha1= (hex HMAC-SHA1)          body id                       7d    unpublished (suspended after 7 days)
-//	hubspot            url-hmac        x-hubspot-signature-v3 (base64)                digest of body, less attempt  96h   24 hours (workflows: 3 days)
+//	hubspot            url-hmac        x-hubspot-signature-v3 (base64); v1/v2 opt-in  digest of body, less attempt  96h   24 hours (workflows: 3 days)
 //	sendgrid           public-key      x-twilio-email-event-webhook-signature (ECDSA) digest of body                72h   24 hours
 //	mailgun            body-signature  signature object in the body (hex)            body signature.token          24h   8 hours
 //	razorpay           body-hmac       x-razorpay-signature (hex)                     digest of body                8d    24 hours; replays up to 7 days
@@ -36,6 +36,7 @@ import (
 //	calendly           timestamp-hmac  calendly-webhook-signature t=,v1= (hex)        digest of body                48h   24 hours
 //	typeform           body-hmac       typeform-signature sha256= (base64)            body event_id                 48h   10 hours
 //	coinbase-commerce  body-hmac       x-cc-webhook-signature (hex)                   body event.id                 96h   3 days
+//	adyen              item-hmac       additionalData.hmacSignature per item (base64) item pspReference|eventCode  744h  30 days
 
 // presets is the table of senders verified through a signing family, by
 // name. Each row says how its sender signs, where its event id and type come
@@ -101,9 +102,12 @@ var presets = presetTable(
 		ObjectField: "team_id+event.channel", Handshake: HandshakeSlackURLVerification,
 		ResultTTL: 24 * time.Hour, Retries: "3 retries: at once, after 1 minute, after 5 minutes: https://api.slack.com/apis/events-api#retries"},
 	// https://www.twilio.com/docs/usage/webhooks/webhooks-security
+	// A SharedKey signature (a Webhook Rule's) declares its algorithm in
+	// x-twilio-webhooks-signature-settings; without it, HMAC-SHA1.
 	Preset{Name: "twilio", Family: FamilyURLHMAC, SignatureHeader: "x-twilio-signature",
 		Algorithm: SHA1, Encoding: Base64, Layout: "{url}{form}", BodyHashParam: "bodySHA256",
-		ResultTTL: 24 * time.Hour, Retries: "none by default; connection overrides (#rc=, at most 5 retries) retry within minutes: https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides"},
+		signatureSettingsHeader: twilioSignatureSettingsHeader,
+		ResultTTL:               24 * time.Hour, Retries: "none by default; connection overrides (#rc=, at most 5 retries) retry within minutes: https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides"},
 	// https://developer.squareup.com/docs/webhooks/step3validate
 	Preset{Name: "square", Family: FamilyURLHMAC, SignatureHeader: "x-square-hmacsha256-signature",
 		Encoding: Base64, Layout: "{url}{body}",
@@ -152,7 +156,7 @@ var presets = presetTable(
 		ResultTTL: 24 * time.Hour, Retries: "up to two more attempts, at once, on a 5xx: https://support.atlassian.com/bitbucket-cloud/docs/troubleshoot-webhooks/"},
 	// https://developers.intercom.com/docs/references/webhooks/webhook-models#signed-notifications
 	Preset{Name: "intercom", Family: FamilyBodyHMAC, SignatureHeader: "x-hub-signature", Prefix: "sha1=", Algorithm: SHA1,
-		EventID: Source{Field: "id"}, EventType: Source{Field: "topic"}, ObjectField: "data.item.id",
+		EventID: Source{Field: "id"}, EventType: Source{Field: "topic"}, ObjectField: "data.item.id", Handshake: handshakeIntercomPing,
 		ResultTTL: 7 * 24 * time.Hour, Retries: "no per-notification schedule published; throttled notifications wait up to 2 hours and a failing subscription is suspended after 7 days: https://developers.intercom.com/docs/webhooks/webhook-notifications"},
 	// https://developers.hubspot.com/docs/guides/apps/authentication/validating-requests#validate-the-v3-request-signature
 	Preset{Name: "hubspot", Family: FamilyURLHMAC, SignatureHeader: "x-hubspot-signature-v3",
@@ -160,7 +164,9 @@ var presets = presetTable(
 		Layout: "{method}{url}{body}{timestamp}", URLDecodeReserved: true, Tolerance: DefaultTolerance,
 		// The body is an array of events; each retry raises attemptNumber.
 		DigestOmits: []string{"attemptNumber"},
-		ResultTTL:   96 * time.Hour, Retries: "up to 10 retries over 24 hours (webhooks API); workflow webhook actions are quoted at up to 3 days: https://developers.hubspot.com/docs/api/webhooks"},
+		// v1 and v2 (no timestamp), with AllowLegacySignatures only.
+		legacy:    legacyScheme{signatureHeader: "x-hubspot-signature", versionHeader: "x-hubspot-signature-version"},
+		ResultTTL: 96 * time.Hour, Retries: "up to 10 retries over 24 hours (webhooks API); workflow webhook actions are quoted at up to 3 days: https://developers.hubspot.com/docs/api/webhooks"},
 	// https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features
 	Preset{Name: "sendgrid", Family: FamilyPublicKey, SignatureHeader: "x-twilio-email-event-webhook-signature",
 		TimestampHeader: "x-twilio-email-event-webhook-timestamp", Algorithm: ECDSAP256, Encoding: Base64, Layout: "{timestamp}{body}",
@@ -192,6 +198,12 @@ var presets = presetTable(
 	Preset{Name: "typeform", Family: FamilyBodyHMAC, SignatureHeader: "typeform-signature", Prefix: "sha256=", Encoding: Base64,
 		EventID: Source{Field: "event_id"}, EventType: Source{Field: "event_type"}, ObjectField: "form_response.form_id",
 		ResultTTL: 48 * time.Hour, Retries: "429, 408, 503 and 423 retried every 2-3 minutes for 10 hours; other errors 5 retries over about 3.5 hours: https://www.typeform.com/developers/webhooks/"},
+	// https://docs.adyen.com/development-resources/webhooks/verify-hmac-signatures
+	// Each notification item is signed, keyed and forwarded on its own
+	// (adyen.go); the key is hex, as the Customer Area shows it.
+	Preset{Name: "adyen", Family: FamilyItemHMAC, SignatureField: "additionalData.hmacSignature", Encoding: Base64,
+		EventID: Source{Field: "pspReference,eventCode"}, EventType: Source{Field: "eventCode"}, ObjectField: "originalReference|pspReference",
+		ResultTTL: 31 * 24 * time.Hour, Retries: "3 attempts within 27 seconds, then a retry queue at growing intervals (2 minutes to 8 hours) for up to 30 days: https://docs.adyen.com/development-resources/webhooks/troubleshoot"},
 	// https://docs.cdp.coinbase.com/commerce-onchain/docs/webhooks-security
 	Preset{Name: "coinbase-commerce", Family: FamilyBodyHMAC, SignatureHeader: "x-cc-webhook-signature",
 		EventID: Source{Field: "event.id"}, EventType: Source{Field: "event.type"}, ObjectField: "event.data.id",

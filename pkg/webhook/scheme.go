@@ -45,6 +45,11 @@ const (
 	// FamilyBodySignature carries the signature inside the JSON body, over
 	// fields of that body (Mailgun: timestamp and token).
 	FamilyBodySignature Family = "body-signature"
+	// FamilyItemHMAC is a body of several events, each with its own HMAC
+	// over named fields of the event, inside the event (Adyen's
+	// notificationItems). Each event is verified, and deduplicated, on its
+	// own: Event returns them in Delivery.Items.
+	FamilyItemHMAC Family = "item-hmac"
 )
 
 // Algorithm is the MAC or signature algorithm of a preset.
@@ -239,6 +244,21 @@ type Preset struct {
 	// pending_webhooks). Empty: the raw body (or, with DigestOmits, the body
 	// without those members).
 	FingerprintFields []string
+	// AllowLegacySignatures accepts, when the current signature header is
+	// absent, the older signature versions of a sender that has them
+	// (HubSpot's v1 and v2 X-HubSpot-Signature). They sign no timestamp,
+	// so a captured delivery can be replayed once its result has expired,
+	// and they are a SHA-256 of the secret followed by the content rather
+	// than an HMAC. Default false; a preset without older versions refuses it.
+	AllowLegacySignatures bool
+
+	// legacy describes the sender's older signature versions, if it has any
+	// (hubspot_legacy.go).
+	legacy legacyScheme
+	// signatureSettingsHeader names the header in which the sender declares
+	// another HMAC algorithm than Algorithm for one delivery (Twilio's
+	// SharedKey signatures, twilio_sharedkey.go).
+	signatureSettingsHeader string
 }
 
 // Request is one delivery as a Verifier sees it.
@@ -299,6 +319,14 @@ type Delivery struct {
 	// Fingerprint says what the payload fingerprint covers, so that a retry
 	// of one event matches and another event under the same id does not.
 	Fingerprint Fingerprint
+	// Items holds, for a sender that puts several events in one delivery
+	// (FamilyItemHMAC), one Delivery per event, each verified on its own and
+	// deduplicated by its own ID; the fields above are then empty. The
+	// caller answers with Answer once every item is accepted.
+	Items []Delivery
+	// Answer is the response the sender expects once every item of Items is
+	// accepted (Adyen's "[accepted]").
+	Answer *Handshake
 }
 
 // Fingerprint is what a delivery's payload fingerprint covers: Content, or
@@ -355,7 +383,7 @@ func NewVerifier(p Preset, secrets []string, tolerance time.Duration) (*Verifier
 		v.tolerance = tolerance
 	}
 	var err error
-	if p.Family != FamilyToken {
+	if p.Family != FamilyToken && p.Family != FamilyItemHMAC {
 		if v.layout, err = schemeParseLayout(p.Layout); err != nil {
 			return nil, fmt.Errorf("preset %s: %w", p.Name, err)
 		}
@@ -393,10 +421,17 @@ func (p Preset) validate() error {
 		if p.SignatureField == "" || p.TokenField == "" || p.TimestampField == "" {
 			return bad("a body signature needs its signature, token and timestamp fields")
 		}
+	case FamilyItemHMAC:
+		if err := p.validateItems(); err != nil {
+			return bad("%v", err)
+		}
 	default:
 		return bad("unknown family %q", p.Family)
 	}
-	if p.Family != FamilyBodySignature && p.SignatureHeader == "" {
+	if p.AllowLegacySignatures && p.legacy.signatureHeader == "" {
+		return bad("the sender has no legacy signatures to allow")
+	}
+	if p.Family != FamilyBodySignature && p.Family != FamilyItemHMAC && p.SignatureHeader == "" {
 		return bad("no signature header")
 	}
 	need := map[Family]string{
@@ -472,7 +507,15 @@ func (v *Verifier) verify(r Request) (int, error) {
 	if v.preset.Handshake == HandshakeWooCommercePing && v.isWooCommercePing(r) {
 		return -1, nil
 	}
+	if v.usesLegacySignature(r) {
+		return v.verifyLegacy(r)
+	}
+	if err := v.legacyNotAllowed(r); err != nil {
+		return -1, err
+	}
 	switch v.preset.Family {
+	case FamilyItemHMAC:
+		return v.verifyItems(r)
 	case FamilyToken:
 		return v.verifyToken(r)
 	case FamilyPublicKey:

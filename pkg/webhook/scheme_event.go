@@ -170,8 +170,11 @@ func schemeDescriptive(body []byte, fields string, textOnly bool) (string, error
 func (v *Verifier) Event(r Request) (Delivery, error) {
 	p := v.preset
 	r = v.withAliases(r)
+	if p.Family == FamilyItemHMAC {
+		return v.itemsEvent(r)
+	}
 	if hs, ok, err := v.handshake(r); err != nil || ok {
-		if hs != nil {
+		if hs != nil && hs.Kind == "" {
 			hs.Kind = p.Handshake
 		}
 		return Delivery{Handshake: hs}, err
@@ -320,6 +323,9 @@ func (v *Verifier) headerSigned(name string) bool {
 // one delivery (a retry re-signs with a new timestamp) and for every spelling
 // of it that verifies (a reordered form body, another port).
 func (v *Verifier) digestID(r Request) (string, error) {
+	if v.usesLegacySignature(r) {
+		return v.legacyDigestID(r)
+	}
 	body := r.Body
 	if len(v.preset.DigestOmits) > 0 {
 		var err error

@@ -55,6 +55,9 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 		}
 		return &Handshake{ContentType: "text/plain", Body: []byte(challenge)}, true, nil
 	case HandshakeSlackURLVerification:
+		if hs, ok, err := slackRateLimitNotice(r.Body); err != nil || ok {
+			return hs, ok, err
+		}
 		// https://api.slack.com/events/url_verification
 		if verification, err := bodyFieldIs(r.Body, "type", "url_verification"); !verification {
 			return nil, false, err
@@ -64,6 +67,8 @@ func (v *Verifier) handshake(r Request) (*Handshake, bool, error) {
 			return nil, true, fmt.Errorf("%w: url_verification without a challenge: %w", ErrBadPayload, err)
 		}
 		return jsonHandshake(map[string]string{"challenge": challenge})
+	case handshakeIntercomPing:
+		return intercomPing(r.Body)
 	case HandshakeWooCommercePing:
 		// https://github.com/woocommerce/woocommerce (class-wc-webhook.php, deliver_ping)
 		if v.isWooCommercePing(r) {

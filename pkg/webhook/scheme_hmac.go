@@ -339,7 +339,11 @@ func (v *Verifier) verifyHMAC(r Request) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	sig, err := schemeParseSignature(raw, v.header, p.Prefix, p.Encoding, v.macSize)
+	alg, size, err := v.requestAlgorithm(r)
+	if err != nil {
+		return -1, err
+	}
+	sig, err := schemeParseSignature(raw, v.header, p.Prefix, p.Encoding, size)
 	if err != nil {
 		return -1, fmt.Errorf("%s: %w", p.SignatureHeader, err)
 	}
@@ -353,7 +357,7 @@ func (v *Verifier) verifyHMAC(r Request) (int, error) {
 	}
 	for i, key := range v.keys {
 		for _, content := range contents {
-			expected := schemeMAC(p.Algorithm, key, content)
+			expected := schemeMAC(alg, key, content)
 			for _, s := range sig.signatures {
 				if hmac.Equal(expected, s) {
 					return i, nil
@@ -543,6 +547,8 @@ func (v *Verifier) addSecret(secret string) error {
 	case FamilyToken:
 		v.keys = append(v.keys, []byte(secret))
 		return nil
+	case FamilyItemHMAC:
+		return v.addItemKey(secret)
 	}
 	if p.SecretFormat == SecretWhsec {
 		key, err := DecodeStandardSecret(secret)

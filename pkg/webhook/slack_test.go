@@ -160,8 +160,12 @@ func TestSlackEvent(t *testing.T) {
 		}
 	}
 
-	_, err := p.Event(nil, readFixture(t, "events/slack_app_rate_limited.json"))
-	wantErr(t, err, webhook.ErrNoEventID)
+	// app_rate_limited, as Slack documents it (no event_id): a notice,
+	// answered like a handshake, never an event.
+	notice, err := p.Event(nil, readFixture(t, "events/slack_app_rate_limited.json"))
+	if err != nil || !reflect.DeepEqual(notice, event{Type: "app_rate_limited"}) {
+		t.Errorf("app_rate_limited: Event = %+v, %v; want the app_rate_limited notice", notice, err)
+	}
 	_, err = p.Event(nil, []byte(`{"type":"url_verification","challenge":""}`))
 	wantErr(t, err, webhook.ErrBadPayload)
 	_, err = p.Event(nil, []byte(`{"type":"url_verification","challenge":42,"event_id":"Ev1"}`))

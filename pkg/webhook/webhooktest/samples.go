@@ -126,6 +126,7 @@ var samples = map[string]sampleFunc{
 				"x-event-key": "repo:push", "x-request-uuid": id,
 			}
 	},
+	"adyen": sampleAdyen,
 	"intercom": func(id string, now time.Time) ([]byte, map[string]string) {
 		return mustJSON(map[string]any{
 			"type": "notification_event", "id": id, "topic": "conversation.user.created", "app_id": "abc123",

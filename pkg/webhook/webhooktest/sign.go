@@ -56,6 +56,9 @@ func Sign(p webhook.Preset, secret string, r webhook.Request) (webhook.Request, 
 		out.Headers[p.SignatureHeader] = secret
 		return out, nil
 	}
+	if p.Family == webhook.FamilyItemHMAC {
+		return signItems(secret, out)
+	}
 	ts := formatTimestamp(r.Now, p.TimestampFormat)
 	if p.TimestampField != "" && p.Family != webhook.FamilyBodySignature {
 		// The sender stamps its body (Linear's webhookTimestamp); the body

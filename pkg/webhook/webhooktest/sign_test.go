@@ -1,8 +1,11 @@
 package webhooktest_test
 
 import (
+	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,8 +39,15 @@ func keys(t *testing.T, p webhook.Preset) (signWith, verifyWith string) {
 		}
 		return sendgridPriv, sendgridPub
 	}
+	if p.Family == webhook.FamilyItemHMAC {
+		// Adyen's HMAC keys are hex (the key of adyen-go-api-library's
+		// src/hmacvalidator/hmacvalidator_test.go).
+		return adyenKey, adyenKey
+	}
 	return "whsec_c2VjcmV0LWZvci0" + p.Name, "whsec_c2VjcmV0LWZvci0" + p.Name
 }
+
+const adyenKey = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"
 
 func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 	now := time.Now()
@@ -68,11 +78,18 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Event: %v", err)
 				}
+				if len(d.Items) == 1 {
+					// Adyen: one event per notification item, keyed
+					// pspReference|eventCode.
+					d = d.Items[0]
+					if !strings.HasPrefix(d.ID, eventID+"|") {
+						t.Fatalf("item ID = %q, want %q and the event code", d.ID, eventID)
+					}
+				} else if (p.EventID.Field != "" || p.EventID.Header != "") && name != "mailgun" && d.ID != eventID {
+					t.Fatalf("ID = %q, want %q", d.ID, eventID)
+				}
 				if d.Handshake != nil || d.ID == "" {
 					t.Fatalf("Event = %+v, want an event", d)
-				}
-				if (p.EventID.Field != "" || p.EventID.Header != "") && name != "mailgun" && d.ID != eventID {
-					t.Fatalf("ID = %q, want %q", d.ID, eventID)
 				}
 				ids[d.ID] = true
 				// Signing the same delivery again (a retry, a second later)
@@ -82,7 +99,11 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 					t.Fatal(err)
 				}
 				again.Now = again.Now.Add(time.Second)
-				if d2, err := v.Event(again); err != nil || d2.ID != d.ID {
+				d2, err := v.Event(again)
+				if err == nil && len(d2.Items) == 1 {
+					d2 = d2.Items[0]
+				}
+				if err != nil || d2.ID != d.ID {
 					t.Fatalf("re-signed: %+v, %v; first id %q", d2, err, d.ID)
 				}
 				// Any change to the body is refused.
@@ -90,6 +111,11 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 				tampered.Body = append(append([]byte{}, signed.Body...), ' ')
 				if name == "mailgun" {
 					continue // Mailgun signs the token, not the body
+				}
+				if p.Family == webhook.FamilyItemHMAC {
+					// Adyen signs eight fields of each item, not the body:
+					// change a signed one.
+					tampered.Body = bytes.Replace(signed.Body, []byte(`"value":1000`), []byte(`"value":1001`), 1)
 				}
 				if err := v.Verify(tampered); !errors.Is(err, webhook.ErrNoValidSignature) && p.Family != webhook.FamilyToken {
 					t.Fatalf("tampered body: %v", err)
@@ -108,13 +134,17 @@ func TestSignedSamplesWithAnotherSecretAreRefused(t *testing.T) {
 		if p.Family == webhook.FamilyPublicKey {
 			continue
 		}
-		v, err := webhook.NewVerifier(p, []string{"whsec_cmlnaHQtc2VjcmV0"}, 0)
+		right, wrong := "whsec_cmlnaHQtc2VjcmV0", "whsec_d3Jvbmctc2VjcmV0"
+		if p.Family == webhook.FamilyItemHMAC {
+			right, wrong = hex.EncodeToString([]byte(right)), hex.EncodeToString([]byte(wrong))
+		}
+		v, err := webhook.NewVerifier(p, []string{right}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r, _ := webhooktest.Sample(name, "evt-1", time.Now())
 		r.URL = "https://hooks.example.com/x"
-		signed, err := webhooktest.Sign(p, "whsec_d3Jvbmctc2VjcmV0", r)
+		signed, err := webhooktest.Sign(p, wrong, r)
 		if err != nil {
 			t.Fatal(err)
 		}
