@@ -24,6 +24,8 @@
 //	Discord PING, Zoom endpoint.url_validation,
 //	Twitch challenge, WooCommerce ping)
 //	first delivery, forwarded                        200     {"received": true, "id", "delivery_id", "type"}
+//	several events (Adyen notification items), each  200     the sender's answer ([accepted], text/plain)
+//	claimed and forwarded on its own (items.go)              or the refusal of the item most to retry
 //	duplicate after completion                       200     same body, idempotent-replayed: true
 //	duplicate while the first is in progress         409     in_progress, retry-after
 //	same event id, different payload                 422     event_id_reused
@@ -286,6 +288,9 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return reject(http.StatusBadRequest, codeMissingEventID, "the delivery carries no event id", err)
 	case err != nil:
 		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.name+" event", err)
+	case len(d.Items) > 0:
+		// Several events in one delivery (Adyen), each claimed and forwarded on its own.
+		return h.handleItems(ctx, d)
 	case d.Handshake != nil:
 		// The sender's endpoint check: answered as it documents, never deduplicated or forwarded.
 		resp := events.APIGatewayV2HTTPResponse{

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -162,6 +163,9 @@ func realSecret(p string) string {
 func publishedKeyOf(p, other string) string {
 	if p == "standard" {
 		return webhook.StandardSecret([]byte(DevSecret(other)))
+	}
+	if preset, _ := webhook.Lookup(p); preset.Family == webhook.FamilyItemHMAC {
+		return hex.EncodeToString([]byte(DevSecret(other)))
 	}
 	return DevSecret(other)
 }
