@@ -46,8 +46,9 @@ type Event struct {
 	ObjectID string
 	// Unsigned names the metadata fields ("delivery_id", "type",
 	// "object_id") whose values came from request headers the signature does
-	// not cover: whoever captured a delivery could have set them. Every
-	// other field of the event, and the body, was signed.
+	// not cover: whoever captured a delivery could have set them; and
+	// "payload" when the signature covers only some of the body's fields.
+	// Every other field of the event, and the body, was signed.
 	Unsigned []string
 	// ReceivedAt is when the request reached the function.
 	ReceivedAt time.Time
@@ -68,6 +69,10 @@ func (e Event) Signed() []string {
 		if f.set && !slices.Contains(e.Unsigned, f.name) {
 			signed = append(signed, f.name)
 		}
+	}
+	if slices.Contains(e.Unsigned, "payload") {
+		// The signature covers some fields of the payload only (Adyen's items).
+		return signed
 	}
 	return append(signed, "payload")
 }
