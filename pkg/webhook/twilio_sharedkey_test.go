@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemlambda/idem/pkg/webhook"
+	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
 )
 
 // twilioSharedKeyVectors are signed by twilio-node itself (npm twilio@6.3.1,
@@ -109,6 +110,28 @@ func TestTwilioSignatureSettingsAreReadAsTwilioNodeReadsThem(t *testing.T) {
 	for _, settings := range []string{"key=k", "key=k,algorithm=", "algorithm", "key=k,algorithm=HMAC_SHA1"} {
 		if err := sha1.Verify(twilioRequest(vec.SHA1.URL, vec.SHA1.Body, vec.SHA1.Signature, settings)); err != nil {
 			t.Errorf("settings %q means HMAC-SHA1: %v", settings, err)
+		}
+	}
+}
+
+// webhooktest signs a SharedKey delivery exactly as twilio-node does.
+func TestWebhooktestSignsSharedKeyDeliveriesAsTwilioNode(t *testing.T) {
+	var vec twilioSharedKeyVectors
+	readJSONFixture(t, "sdk/twilio_sharedkey.json", &vec)
+	p, _ := webhook.Lookup("twilio")
+	jsonBase, _, _ := strings.Cut(vec.JSON.URL, "?") // webhooktest adds bodySHA256
+	for _, c := range []struct{ url, body, signedURL, want string }{
+		{vec.Form.URL, vec.Form.Body, vec.Form.URL, vec.Form.Signature},
+		{jsonBase, vec.JSON.Body, vec.JSON.URL, vec.JSON.Signature},
+	} {
+		r := twilioRequest(c.url, c.body, "", vec.Settings)
+		delete(r.Headers, "x-twilio-signature")
+		signed, err := webhooktest.Sign(p, vec.SharedKey, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := signed.Headers["x-twilio-signature"]; got != c.want || signed.URL != c.signedURL {
+			t.Errorf("%s: webhooktest signed %q at %s, twilio-node %q at %s", c.url, got, signed.URL, c.want, c.signedURL)
 		}
 	}
 }

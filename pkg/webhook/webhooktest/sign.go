@@ -43,6 +43,10 @@ import (
 // webhook.FamilyBodySignature the signature goes into the JSON body, which is
 // re-encoded.
 //
+// A Twilio request whose headers declare a SharedKey signature
+// (x-twilio-webhooks-signature-settings: algorithm=HMAC_SHA256) is signed with
+// HMAC-SHA256, as Twilio signs it.
+//
 // secret is what the sender holds: the shared secret or token, or for
 // webhook.FamilyPublicKey the private key (Ed25519: hex of the 32-byte seed;
 // ECDSA P-256: base64 DER, SEC 1 or PKCS #8). A URL scheme needs r.URL.
@@ -91,7 +95,7 @@ func Sign(p webhook.Preset, secret string, r webhook.Request) (webhook.Request, 
 		if err != nil {
 			return webhook.Request{}, err
 		}
-		sig = mac(p.Algorithm, key, content)
+		sig = mac(twilioAlgorithm(p, out.Headers), key, content)
 	}
 	encoded := p.Prefix + encode(p.Encoding, sig)
 	if p.HeaderFormat != "" && p.HeaderFormat != "{signature}" {
@@ -307,4 +311,19 @@ func signBody(p webhook.Preset, secret string, r webhook.Request, ts string) (we
 	}
 	r.Body = b
 	return r, nil
+}
+
+// twilioAlgorithm is the HMAC algorithm a Twilio delivery is signed with: HMAC-SHA256 when its
+// headers hold an x-twilio-webhooks-signature-settings declaring algorithm=HMAC_SHA256 (a
+// SharedKey signature, as a Webhook Rule makes Twilio send it), else the preset's.
+func twilioAlgorithm(p webhook.Preset, headers map[string]string) webhook.Algorithm {
+	if p.Name != "twilio" {
+		return p.Algorithm
+	}
+	for part := range strings.SplitSeq(headers["x-twilio-webhooks-signature-settings"], ",") {
+		if key, name, ok := strings.Cut(part, "="); ok && strings.TrimSpace(key) == "algorithm" && strings.EqualFold(strings.TrimSpace(name), "HMAC_SHA256") {
+			return webhook.SHA256
+		}
+	}
+	return p.Algorithm
 }

@@ -71,7 +71,11 @@ func (h *Handler) handleItems(ctx context.Context, d webhook.Delivery) (events.A
 		rec.ID, rec.RoundTrips = items[worst].Key.ID, trips
 		return resp, rec
 	}
-	headers := map[string]string{"content-type": d.Answer.ContentType}
+	answer := d.Answer
+	if answer == nil {
+		answer = &webhook.Handshake{ContentType: "application/json", Body: []byte(`{"received":true}`)}
+	}
+	headers := map[string]string{"content-type": answer.ContentType}
 	rec := obs.Request{Outcome: obs.OutcomeExecuted, ID: id, RoundTrips: trips}
 	if executed == 0 && replayed > 0 {
 		headers[idemhttp.HeaderReplayed] = "true"
@@ -85,7 +89,7 @@ func (h *Handler) handleItems(ctx context.Context, d webhook.Delivery) (events.A
 			break
 		}
 	}
-	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Headers: headers, Body: string(d.Answer.Body)}, rec
+	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Headers: headers, Body: string(answer.Body)}, rec
 }
 
 // itemRank orders the outcomes that refuse a delivery of several events, the one the sender

@@ -196,3 +196,35 @@ func TestTwilioSharedKeyWebhookSignedByTwilioNodeIsExecutedOnce(t *testing.T) {
 	delete(req.Headers, "x-twilio-webhooks-signature-settings")
 	wantStatus(t, hs.do(t, req), 401, codeInvalidSignature)
 }
+
+// TestAdyenConcurrentDeliveriesForwardEachItemOnce: 20 copies of one notification at once, then
+// retries of those refused while the first was in progress, forward each item exactly once.
+func TestAdyenConcurrentDeliveriesForwardEachItemOnce(t *testing.T) {
+	hs := adyenHarness(t)
+	req := adyenDelivery(t, readVector(t, "adyen_items.json"))
+	const n = 20
+	answers := make([]<-chan events.APIGatewayV2HTTPResponse, n)
+	for i := range answers {
+		answers[i] = goInvoke(hs.h, req)
+	}
+	refused := 0
+	for _, ch := range answers {
+		resp := within(t, ch, "a concurrent Adyen delivery")
+		switch resp.StatusCode {
+		case 200:
+		case 409:
+			refused++
+		default:
+			t.Fatalf("concurrent delivery answered %d %s", resp.StatusCode, resp.Body)
+		}
+	}
+	// Adyen retries what was refused; by now every claim is complete.
+	for range refused {
+		if resp := hs.do(t, req); resp.StatusCode != 200 || resp.Headers[idemhttp.HeaderReplayed] != "true" {
+			t.Fatalf("retry answered %d %v", resp.StatusCode, resp.Headers)
+		}
+	}
+	if sent := hs.sink.sent(); len(sent) != 2 || sent[0].ID == sent[1].ID {
+		t.Fatalf("forwarded %d events, want each of the 2 items once", len(sent))
+	}
+}
