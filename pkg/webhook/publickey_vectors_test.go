@@ -1,6 +1,9 @@
 package webhook_test
 
 import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"github.com/idemlambda/idem/internal/preset"
 	"testing"
 	"time"
 
@@ -40,7 +43,7 @@ func sendgridRequest(body, sig, ts string) webhook.Request {
 	if ts != "" {
 		h["x-twilio-email-event-webhook-timestamp"] = ts
 	}
-	return webhook.Request{Headers: h, Body: []byte(body), Now: time.Unix(1700000000, 0)}
+	return webhook.Request{Header: hdr(h), Body: []byte(body), Now: time.Unix(1700000000, 0)}
 }
 
 func TestSendGridPublishedVectors(t *testing.T) {
@@ -102,8 +105,8 @@ const (
 
 func discordSigned(t *testing.T, seed, body string, now time.Time) webhook.Request {
 	t.Helper()
-	p, _ := webhook.Lookup("discord")
-	r, err := webhooktest.Sign(p, seed, webhook.Request{Body: []byte(body), Now: now})
+	p, _ := preset.Lookup("discord")
+	r, err := webhooktest.Sign(p.Name, seed, webhook.Request{Body: []byte(body), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,16 +115,16 @@ func discordSigned(t *testing.T, seed, body string, now time.Time) webhook.Reque
 
 func TestDiscordVerifyKeyCases(t *testing.T) {
 	now := time.Unix(1700000000, 0)
-	if pub, err := webhooktest.PublicKey(webhook.Ed25519, discordPrivateSeedHex); err != nil || pub != discordPublicKeyHex {
-		t.Fatalf("PublicKey = %q, %v; RFC 8032 test 1 says %s", pub, err, discordPublicKeyHex)
+	if seed, err := hex.DecodeString(discordPrivateSeedHex); err != nil || hex.EncodeToString(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)) != discordPublicKeyHex {
+		t.Fatalf("the seed's public key is not %s, as RFC 8032 test 1 says (%v)", discordPublicKeyHex, err)
 	}
 	valid := discordSigned(t, discordPrivateSeedHex, discordPing, now)
 	invalidBody := valid
 	invalidBody.Body = []byte("example invalid body")
 	invalidSig := discordSigned(t, discordPrivateSeedHex, discordPing, now)
-	invalidSig.Headers["x-signature-ed25519"] = "example invalid signature"
+	invalidSig.Header.Set("x-signature-ed25519", "example invalid signature")
 	invalidTS := discordSigned(t, discordPrivateSeedHex, discordPing, now)
-	invalidTS.Headers["x-signature-timestamp"] = "1699990000" // now-10000, as the suite does
+	invalidTS.Header.Set("x-signature-timestamp", "1699990000") // now-10000, as the suite does
 	invalidTS.Now = time.Unix(1699990000, 0)
 	checkVectors(t, "discord", []vector{
 		{"valid ping", discordPublicKeyHex, valid, nil},
@@ -138,7 +141,7 @@ func TestDiscordPingIsAnsweredWithPong(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	v := presetVerifier(t, "discord", discordPublicKeyHex)
 	ping := discordSigned(t, discordPrivateSeedHex, discordPing, now)
-	if err := v.Verify(ping); err != nil {
+	if err := v.CheckSignature(ping); err != nil {
 		t.Fatal(err)
 	}
 	d, err := v.Event(ping)
@@ -164,7 +167,7 @@ func TestDiscordRejectsStaleTimestamps(t *testing.T) {
 	v := presetVerifier(t, "discord", discordPublicKeyHex)
 	r := discordSigned(t, discordPrivateSeedHex, discordCommand, time.Unix(1700000000, 0))
 	r.Now = r.Now.Add(webhook.DefaultTolerance + time.Second)
-	if err := v.Verify(r); err == nil {
+	if err := v.CheckSignature(r); err == nil {
 		t.Fatal("a signature older than the tolerance verified")
 	}
 }

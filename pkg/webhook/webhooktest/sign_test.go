@@ -3,6 +3,7 @@ package webhooktest_test
 import (
 	"errors"
 	"fmt"
+	"github.com/idemlambda/idem/internal/preset"
 	"testing"
 	"time"
 
@@ -20,16 +21,16 @@ const (
 )
 
 // keys returns what the sender signs with and what the verifier is given.
-func keys(t *testing.T, p webhook.Preset) (signWith, verifyWith string) {
+func keys(t *testing.T, p preset.Preset) (signWith, verifyWith string) {
 	t.Helper()
 	switch p.Algorithm {
-	case webhook.Ed25519:
+	case preset.Ed25519:
 		pub, err := webhooktest.PublicKey(p.Algorithm, ed25519Seed)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ed25519Seed, pub
-	case webhook.ECDSAP256:
+	case preset.ECDSAP256:
 		pub, err := webhooktest.PublicKey(p.Algorithm, sendgridPriv)
 		if err != nil || pub != sendgridPub {
 			t.Fatalf("PublicKey = %q, %v; want sendgrid-go's testPublicKey", pub, err)
@@ -41,11 +42,11 @@ func keys(t *testing.T, p webhook.Preset) (signWith, verifyWith string) {
 
 func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 	now := time.Now()
-	for _, name := range webhook.PresetNames() {
+	for _, name := range webhook.Names() {
 		t.Run(name, func(t *testing.T) {
-			p, _ := webhook.Lookup(name)
+			p, _ := preset.Lookup(name)
 			signWith, verifyWith := keys(t, p)
-			v, err := webhook.NewVerifier(p, []string{verifyWith}, 0)
+			v, err := webhook.New(name, []string{verifyWith}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,14 +58,14 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 					t.Fatal(err)
 				}
 				r.URL = "https://hooks.example.com/webhooks/" + name + "?x=1"
-				signed, err := webhooktest.Sign(p, signWith, r)
+				signed, err := webhooktest.Sign(p.Name, signWith, r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := v.Verify(signed); err != nil {
+				if _, err := v.Verify(signed); err != nil {
 					t.Fatalf("Verify(signed sample): %v", err)
 				}
-				d, err := v.Event(signed)
+				d, err := v.Verify(signed)
 				if err != nil {
 					t.Fatalf("Event: %v", err)
 				}
@@ -77,12 +78,12 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 				ids[d.ID] = true
 				// Signing the same delivery again (a retry, a second later)
 				// keeps the id.
-				again, err := webhooktest.Sign(p, signWith, webhook.Request{Body: signed.Body, Headers: r.Headers, URL: r.URL, Now: now.Add(time.Second)})
+				again, err := webhooktest.Sign(p.Name, signWith, webhook.Request{Body: signed.Body, Header: r.Header, URL: r.URL, Now: now.Add(time.Second)})
 				if err != nil {
 					t.Fatal(err)
 				}
 				again.Now = again.Now.Add(time.Second)
-				if d2, err := v.Event(again); err != nil || d2.ID != d.ID {
+				if d2, err := v.Verify(again); err != nil || d2.ID != d.ID {
 					t.Fatalf("re-signed: %+v, %v; first id %q", d2, err, d.ID)
 				}
 				// Any change to the body is refused.
@@ -91,7 +92,7 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 				if name == "mailgun" {
 					continue // Mailgun signs the token, not the body
 				}
-				if err := v.Verify(tampered); !errors.Is(err, webhook.ErrNoValidSignature) && p.Family != webhook.FamilyToken {
+				if _, err := v.Verify(tampered); !errors.Is(err, webhook.ErrNoValidSignature) && p.Family != preset.FamilyToken {
 					t.Fatalf("tampered body: %v", err)
 				}
 			}
@@ -103,22 +104,22 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 }
 
 func TestSignedSamplesWithAnotherSecretAreRefused(t *testing.T) {
-	for _, name := range webhook.PresetNames() {
-		p, _ := webhook.Lookup(name)
-		if p.Family == webhook.FamilyPublicKey {
+	for _, name := range webhook.Names() {
+		p, _ := preset.Lookup(name)
+		if p.Family == preset.FamilyPublicKey {
 			continue
 		}
-		v, err := webhook.NewVerifier(p, []string{"whsec_cmlnaHQtc2VjcmV0"}, 0)
+		v, err := webhook.New(name, []string{"whsec_cmlnaHQtc2VjcmV0"}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r, _ := webhooktest.Sample(name, "evt-1", time.Now())
 		r.URL = "https://hooks.example.com/x"
-		signed, err := webhooktest.Sign(p, "whsec_d3Jvbmctc2VjcmV0", r)
+		signed, err := webhooktest.Sign(p.Name, "whsec_d3Jvbmctc2VjcmV0", r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := v.Verify(signed); !errors.Is(err, webhook.ErrNoValidSignature) {
+		if _, err := v.Verify(signed); !errors.Is(err, webhook.ErrNoValidSignature) {
 			t.Errorf("%s: signed with another secret: %v", name, err)
 		}
 	}
@@ -132,9 +133,9 @@ func TestUnknownSample(t *testing.T) {
 
 func TestDevSigningSecretSignsForTheDevSecret(t *testing.T) {
 	now := time.Unix(1_760_000_000, 0)
-	for _, name := range webhook.PresetNames() {
-		p, _ := webhook.Lookup(name)
-		v, err := webhook.NewVerifier(p, []string{webhook.DevSecret(name)}, 0)
+	for _, name := range webhook.Names() {
+		p, _ := preset.Lookup(name)
+		v, err := webhook.New(name, []string{webhook.DevSecret(name)}, 0)
 		if err != nil {
 			t.Fatalf("%s: the development secret is not usable: %v", name, err)
 		}
@@ -143,14 +144,14 @@ func TestDevSigningSecretSignsForTheDevSecret(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.URL = "https://dev.example/webhooks/" + name
-		signed, err := webhooktest.Sign(p, webhooktest.DevSigningSecret(name), r)
+		signed, err := webhooktest.Sign(p.Name, webhooktest.DevSigningSecret(name), r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := v.Verify(signed); err != nil {
+		if _, err := v.Verify(signed); err != nil {
 			t.Errorf("%s: a delivery signed with DevSigningSecret is refused: %v", name, err)
 		}
-		if _, ok := webhook.IsDevSecret(p, webhook.DevSecret(name)); !ok {
+		if _, ok := preset.IsDevSecret(p, webhook.DevSecret(name)); !ok {
 			t.Errorf("%s: IsDevSecret does not recognise DevSecret", name)
 		}
 	}
