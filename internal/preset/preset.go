@@ -395,13 +395,23 @@ var presets = presetTable(
 		DigestOmits: []string{"attemptNumber"},
 		ResultTTL:   96 * time.Hour, Retries: "up to 10 retries over 24 hours (webhooks API); workflow webhook actions are quoted at up to 3 days: https://developers.hubspot.com/docs/api/webhooks"},
 	// https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features
+	// The timestamp header is signed with the body; SendGrid's guide names
+	// no window for it, so the 5 minutes Stripe, Slack and Standard
+	// Webhooks document apply: a delivery signed longer ago is a replay.
 	Preset{Name: "sendgrid", Family: FamilyPublicKey, SignatureHeader: "x-twilio-email-event-webhook-signature",
 		TimestampHeader: "x-twilio-email-event-webhook-timestamp", Algorithm: ECDSAP256, Encoding: Base64, Layout: "{timestamp}{body}",
+		Tolerance: DefaultTolerance,
 		ResultTTL: 72 * time.Hour, Retries: "retried at increasing intervals for up to 24 hours after the event: https://docs.sendgrid.com/for-developers/tracking-events/troubleshooting"},
 	// https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks
 	Preset{Name: "mailgun", Family: FamilyBodySignature,
 		SignatureField: "signature.signature", TokenField: "signature.token", TimestampField: "signature.timestamp",
 		Layout: "{timestamp}{token}",
+		// Mailgun's guide: check that the timestamp is not too far from the
+		// current time, without being "too aggressive" since its deliveries
+		// can be delayed; 15 minutes. Without it, a signature block captured
+		// once would verify beside any event-data once its token's result
+		// expired.
+		Tolerance: 15 * time.Minute,
 		// Mailgun signs its random token, not the event: the token is the
 		// only signed identity, and a token seen once must not run again.
 		EventID: Source{Field: "signature.token"}, EventType: Source{Field: "event-data.event"}, ObjectField: "event-data.id",

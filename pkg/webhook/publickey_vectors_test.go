@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"github.com/idemlambda/idem/internal/preset"
+	"strconv"
 	"testing"
 	"time"
 
@@ -43,7 +44,13 @@ func sendgridRequest(body, sig, ts string) webhook.Request {
 	if ts != "" {
 		h["x-twilio-email-event-webhook-timestamp"] = ts
 	}
-	return webhook.Request{Header: hdr(h), Body: []byte(body), Now: time.Unix(1700000000, 0)}
+	// The published vectors are old: the receiver's clock is their signing
+	// time, within SendGrid's tolerance.
+	now := time.Unix(1700000000, 0)
+	if n, err := strconv.ParseInt(ts, 10, 64); err == nil {
+		now = time.Unix(n, 0)
+	}
+	return webhook.Request{Header: hdr(h), Body: []byte(body), Now: now}
 }
 
 func TestSendGridPublishedVectors(t *testing.T) {
@@ -62,8 +69,9 @@ func TestSendGridPublishedVectors(t *testing.T) {
 		{"bad signature", sendgridKey1, sendgridRequest(sendgridBody1, "MEUCIQCtIHJeH93Y+qpYeWrySphQgpNGNr/U+UyUlBkU6n7RAwIgJTz2C+8a8xonZGi6BpSzoQsbVRamr2nlxFDWYNH3j/0=", sendgridTS1), webhook.ErrNoValidSignature},
 		// sendgrid-go "not valid signature": not base64
 		{"signature not base64", sendgridKey1, sendgridRequest(sendgridBody1, sendgridSig1+"causing failure", sendgridTS1), webhook.ErrInvalidHeader},
-		// sendgrid-go "not valid timestamp" / sendgrid-nodejs "should reject for bad timestamp"
-		{"bad timestamp", sendgridKey1, sendgridRequest(sendgridBody1, sendgridSig1, "invalid timestamp"), webhook.ErrNoValidSignature},
+		// sendgrid-go "not valid timestamp" / sendgrid-nodejs "should reject for bad timestamp":
+		// a timestamp checked against the tolerance must be one
+		{"bad timestamp", sendgridKey1, sendgridRequest(sendgridBody1, sendgridSig1, "invalid timestamp"), webhook.ErrInvalidHeader},
 		// sendgrid-go "empty timestamp"
 		{"empty timestamp", sendgridKey1, sendgridRequest(sendgridBody1, sendgridSig1, ""), webhook.ErrNotSigned},
 		{"no signature", sendgridKey1, sendgridRequest(sendgridBody1, "", sendgridTS1), webhook.ErrNotSigned},
@@ -73,7 +81,8 @@ func TestSendGridPublishedVectors(t *testing.T) {
 		{"go 11d4fa96 valid", sendgridGoKey, sendgridRequest(sendgridGoBody, sendgridGoSig, "1588788367"), nil},
 		{"go 11d4fa96 not valid payload", sendgridGoKey, sendgridRequest("this is not valid payload for the given signature", sendgridGoSig, "1588788367"), webhook.ErrNoValidSignature},
 		{"go 11d4fa96 not valid signature", sendgridGoKey, sendgridRequest(sendgridGoBody, sendgridGoSig+"causing failure", "1588788367"), webhook.ErrInvalidHeader},
-		{"go 11d4fa96 not valid timestamp", sendgridGoKey, sendgridRequest(sendgridGoBody, sendgridGoSig, "invalid timestamp"), webhook.ErrNoValidSignature},
+		{"go 11d4fa96 not valid timestamp", sendgridGoKey, sendgridRequest(sendgridGoBody, sendgridGoSig, "invalid timestamp"), webhook.ErrInvalidHeader},
+		{"signed an hour before the receiver's clock", sendgridKey1, older(sendgridRequest(sendgridBody1, sendgridSig1, sendgridTS1), time.Hour), webhook.ErrTooOld},
 	})
 }
 
@@ -170,4 +179,10 @@ func TestDiscordRejectsStaleTimestamps(t *testing.T) {
 	if err := v.CheckSignature(r); err == nil {
 		t.Fatal("a signature older than the tolerance verified")
 	}
+}
+
+// older is r received d after it was signed.
+func older(r webhook.Request, d time.Duration) webhook.Request {
+	r.Now = r.Now.Add(d)
+	return r
 }

@@ -108,11 +108,29 @@ func TestHandshakesAreAnsweredAsDocumentedWithoutRedis(t *testing.T) {
 			} else {
 				req = delivery{provider: tc.provider, body: []byte(tc.body), headers: headers}.signed(t, testSecret(tc.provider), hs.clock.Now())
 			}
-			resp := hs.do(t, req)
-			if resp.StatusCode != 200 || resp.Headers["content-type"] != tc.contentType {
-				t.Fatalf("%d %v %s, want 200 %s", resp.StatusCode, resp.Headers, resp.Body, tc.contentType)
+			// Anyone can send WooCommerce's unsigned ping: a hundred of them must not count as
+			// work done.
+			times := 1
+			if tc.unsigned {
+				times = 100
 			}
-			tc.want(t, resp.Body)
+			for range times {
+				resp := hs.do(t, req)
+				if resp.StatusCode != 200 || resp.Headers["content-type"] != tc.contentType {
+					t.Fatalf("%d %v %s, want 200 %s", resp.StatusCode, resp.Headers, resp.Body, tc.contentType)
+				}
+				tc.want(t, resp.Body)
+			}
+			lines := hs.logs.requests(t)
+			if len(lines) != times {
+				t.Fatalf("%d request lines, want %d", len(lines), times)
+			}
+			for _, l := range lines {
+				// The outcome is the EMF dimension: no line counts as executed.
+				if l["outcome"] != "handshake" || l["requests"] != 1.0 {
+					t.Fatalf("log line %v, want outcome handshake", l)
+				}
+			}
 			if n := hs.counter.Commands.Load(); n != 0 {
 				t.Errorf("%d Redis commands for a handshake", n)
 			}
