@@ -48,6 +48,7 @@ import (
 	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/internal/sink"
+	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 // DefaultTemplate is the template served when Config.Template is empty.
@@ -67,7 +68,7 @@ const (
 
 // DevSecret returns the development signing secret of a webhook provider, the one the local
 // API's webhook functions accept.
-func DevSecret(provider string) string { return webhookhandler.DevSecret(provider) }
+func DevSecret(provider string) string { return webhook.DevSecret(provider) }
 
 // Config says what to serve and where the output goes.
 type Config struct {

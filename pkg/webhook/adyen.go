@@ -3,12 +3,15 @@ package webhook
 import (
 	"bytes"
 	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/idemlambda/idem/internal/preset"
 )
 
 // Adyen's standard (payments) webhooks put their events in one body,
@@ -58,8 +61,8 @@ func (it notificationItem) signedData() []byte {
 }
 
 // validateItems reports a FamilyItemHMAC preset this file cannot verify.
-func (p Preset) validateItems() error {
-	if p.Algorithm != SHA256 || p.Encoding != Base64 {
+func validateItems(p preset.Preset) error {
+	if p.Algorithm != preset.SHA256 || p.Encoding != preset.Base64 {
 		return errors.New("an item HMAC is a base64 HMAC-SHA256")
 	}
 	if p.SignatureField != "additionalData.hmacSignature" {
@@ -78,14 +81,46 @@ func (v *Verifier) addItemKey(secret string) error {
 	return nil
 }
 
-// verifyItems verifies every item of the delivery; one that matches no
-// secret refuses the whole delivery, before anything of it is used. It
-// returns the index of the secret that verified the first item.
+// matchItem returns the index of the key whose HMAC is the item's signature, or -1.
+func (v *Verifier) matchItem(it notificationItem) int {
+	data := it.signedData()
+	for i, key := range v.keys {
+		if hmac.Equal(mac(preset.SHA256, key, data), it.signature) {
+			return i
+		}
+	}
+	return -1
+}
+
+// verifyItemsDelivery is Verify for a body of items: the body parsed once,
+// every item verified (one that matches no secret refuses the whole
+// delivery, before anything of it is used), then one Delivery per item.
+func (v *Verifier) verifyItemsDelivery(r Request) (Delivery, error) {
+	items, err := parseNotificationItems(r.Body)
+	if err != nil {
+		if !isSignatureError(err) {
+			err = fmt.Errorf("%w: %w", ErrNoValidSignature, err)
+		}
+		return Delivery{}, err
+	}
+	if _, err := v.matchItems(items); err != nil {
+		return Delivery{}, err
+	}
+	return itemsDelivery(items)
+}
+
+// verifyItems is the signature half of verifyItemsDelivery.
 func (v *Verifier) verifyItems(r Request) (int, error) {
 	items, err := parseNotificationItems(r.Body)
 	if err != nil {
 		return -1, err
 	}
+	return v.matchItems(items)
+}
+
+// matchItems checks every item's signature; it returns the index of the
+// secret that verified the first one.
+func (v *Verifier) matchItems(items []notificationItem) (int, error) {
 	first := -1
 	for n, it := range items {
 		k := v.matchItem(it)
@@ -99,30 +134,15 @@ func (v *Verifier) verifyItems(r Request) (int, error) {
 	return first, nil
 }
 
-// matchItem returns the index of the key whose HMAC is the item's signature, or -1.
-func (v *Verifier) matchItem(it notificationItem) int {
-	data := it.signedData()
-	for i, key := range v.keys {
-		if hmac.Equal(schemeMAC(SHA256, key, data), it.signature) {
-			return i
-		}
-	}
-	return -1
-}
-
-// itemsEvent returns one Delivery per item: key pspReference and eventCode
-// joined with "|" (Adyen's own rule for a duplicate: the same pspReference
-// and eventCode), type the eventCode, object the payment (originalReference
-// for a modification, else pspReference), payload the item's object, and a
-// fingerprint over the signed fields, so that a retry is a replay and an item
-// whose signed fields changed under the same key (a success flipped) is a
-// reused id. The payload is reported unsigned: the HMAC covers eight of its
-// fields, not the object.
-func (v *Verifier) itemsEvent(r Request) (Delivery, error) {
-	items, err := parseNotificationItems(r.Body)
-	if err != nil {
-		return Delivery{}, err
-	}
+// itemsDelivery returns one Delivery per item: key pspReference and
+// eventCode joined with "|" (Adyen's own rule for a duplicate: the same
+// pspReference and eventCode), type the eventCode, object the payment
+// (originalReference for a modification, else pspReference), payload the
+// item's object, and a fingerprint over the signed fields, so that a retry
+// is a replay and an item whose signed fields changed under the same key (a
+// success flipped) is a reused id. The payload is reported unsigned: the
+// HMAC covers eight of its fields, not the object.
+func itemsDelivery(items []notificationItem) (Delivery, error) {
 	d := Delivery{Answer: &Handshake{ContentType: "text/plain", Body: []byte(itemsAnswer)}}
 	for n, it := range items {
 		psp, code := it.fields[itemPSPReference], it.fields[itemEventCode]
@@ -143,7 +163,7 @@ func (v *Verifier) itemsEvent(r Request) (Delivery, error) {
 			ObjectID:    object,
 			Unsigned:    []string{"payload"},
 			Payload:     it.raw,
-			Fingerprint: Fingerprint{Content: it.signedData()},
+			Fingerprint: sha256.Sum256(it.signedData()),
 		})
 	}
 	return d, nil
@@ -244,7 +264,7 @@ func parseNotificationItem(entry json.RawMessage) (notificationItem, error) {
 	if encoded == "" {
 		return notificationItem{}, fmt.Errorf("%w: no additionalData.hmacSignature", ErrNotSigned)
 	}
-	sig, ok := schemeDecodeSig(encoded, Base64, 32)
+	sig, ok := decodeSignature(encoded, preset.Base64, sha256.Size)
 	if !ok {
 		return notificationItem{}, fmt.Errorf("%w: additionalData.hmacSignature is not a base64 HMAC-SHA256", ErrInvalidHeader)
 	}
@@ -252,7 +272,8 @@ func parseNotificationItem(entry json.RawMessage) (notificationItem, error) {
 	return it, nil
 }
 
-// uniqueObject decodes a JSON object whose every member has its own name.
+// uniqueObject decodes a JSON object whose every member has its own name
+// (as parsers see names: "id" and "\u0069d" are one).
 func uniqueObject(raw []byte, what string) (map[string]json.RawMessage, error) {
 	trimmed := bytes.TrimLeft(raw, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
@@ -262,9 +283,20 @@ func uniqueObject(raw []byte, what string) (map[string]json.RawMessage, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrBadPayload, what, quote(err.Error()))
 	}
-	members, err := countMembers(raw)
-	if err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // the opening brace
 		return nil, fmt.Errorf("%w: %s: %s", ErrBadPayload, what, quote(err.Error()))
+	}
+	members := 0
+	for dec.More() {
+		var skip json.RawMessage
+		if _, err := dec.Token(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %s", ErrBadPayload, what, quote(err.Error()))
+		}
+		if err := dec.Decode(&skip); err != nil {
+			return nil, fmt.Errorf("%w: %s: %s", ErrBadPayload, what, quote(err.Error()))
+		}
+		members++
 	}
 	if members != len(obj) {
 		return nil, fmt.Errorf("%w: %s names a member more than once", ErrBadPayload, what)
@@ -299,7 +331,7 @@ func itemString(raw json.RawMessage, name string) (string, error) {
 func itemInteger(raw json.RawMessage) (string, error) {
 	s := string(bytes.TrimSpace(raw))
 	digits := strings.TrimPrefix(s, "-")
-	if !schemeDecimal(digits) {
+	if !isDecimal(digits) {
 		return "", fmt.Errorf("%w: amount.value is not an integer", ErrBadPayload)
 	}
 	if digits == "0" {

@@ -2,11 +2,13 @@ package webhook_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/idemlambda/idem/internal/preset"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -19,7 +21,7 @@ import (
 const adyenKey = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"
 
 func adyenRequest(body []byte) webhook.Request {
-	return webhook.Request{Headers: map[string]string{"content-type": "application/json"}, Body: body}
+	return webhook.Request{Header: hdr(map[string]string{"content-type": "application/json"}), Body: body}
 }
 
 func TestAdyenPublishedTestNotificationIsAcceptedItemByItem(t *testing.T) {
@@ -29,12 +31,9 @@ func TestAdyenPublishedTestNotificationIsAcceptedItemByItem(t *testing.T) {
 	}
 	v := presetVerifier(t, "adyen", strings.ToLower(adyenKey))
 	r := adyenRequest(body)
-	if err := v.Verify(r); err != nil {
-		t.Fatalf("Verify: %v", err)
-	}
-	d, err := v.Event(r)
+	d, err := v.Verify(r)
 	if err != nil {
-		t.Fatalf("Event: %v", err)
+		t.Fatalf("Verify: %v", err)
 	}
 	if d.Answer == nil || string(d.Answer.Body) != "[accepted]" || d.ID != "" || d.Handshake != nil {
 		t.Fatalf("Event = %+v, want items answered [accepted]", d)
@@ -57,16 +56,16 @@ func TestAdyenPublishedTestNotificationIsAcceptedItemByItem(t *testing.T) {
 	}
 	// The fingerprint is the signed data, as adyen-go-api-library's
 	// GetDataToSign writes it ("Get correct data to sign").
-	if got := string(d.Items[0].Fingerprint.Content); got != "pspReference:originalReference:merchantAccount:reference:1000:EUR:EVENT:true" {
-		t.Errorf("fingerprint content %q", got)
+	if d.Items[0].Fingerprint != sha256.Sum256([]byte("pspReference:originalReference:merchantAccount:reference:1000:EUR:EVENT:true")) {
+		t.Errorf("fingerprint %x, not of the signed data", d.Items[0].Fingerprint)
 	}
 	// Unsigned fields may change without changing the key or the fingerprint.
 	r2 := adyenRequest(bytes.Replace(body, []byte(`"reason": "reason"`), []byte(`"reason": "other"`), 1))
-	if err := v.Verify(r2); err != nil {
+	d2, err := v.Verify(r2)
+	if err != nil {
 		t.Fatalf("unsigned reason changed: %v", err)
 	}
-	d2, _ := v.Event(r2)
-	if d2.Items[0].ID != d.Items[0].ID || !bytes.Equal(d2.Items[0].Fingerprint.Content, d.Items[0].Fingerprint.Content) {
+	if d2.Items[0].ID != d.Items[0].ID || d2.Items[0].Fingerprint != d.Items[0].Fingerprint {
 		t.Errorf("an unsigned change moved the key or fingerprint: %+v", d2.Items[0])
 	}
 }
@@ -92,7 +91,7 @@ func TestAdyenDeliveryWithOneBadItemIsRefusedWhole(t *testing.T) {
 		if bytes.Equal(tampered, body) {
 			t.Fatalf("%s: the fixture does not hold %q", tc.name, tc.from)
 		}
-		err := v.Verify(adyenRequest(tampered))
+		_, err := v.Verify(adyenRequest(tampered))
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.wantInMsg) {
 			t.Errorf("%s: Verify = %v, want %v mentioning %q", tc.name, err, tc.want, tc.wantInMsg)
 		}
@@ -104,16 +103,16 @@ func TestAdyenDeliveryWithOneBadItemIsRefusedWhole(t *testing.T) {
 		"no wrapper":     `{"notificationItems":[{"pspReference":"x"}]}`,
 		"101 items":      `{"notificationItems":[` + strings.Repeat(`{"NotificationRequestItem":{}},`, 100) + `{"NotificationRequestItem":{}}]}`,
 	} {
-		if err := v.Verify(adyenRequest([]byte(b))); err == nil {
+		if _, err := v.Verify(adyenRequest([]byte(b))); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 	// Another key refuses the genuine notification.
-	if err := presetVerifier(t, "adyen", "00"+adyenKey[2:]).Verify(adyenRequest(body)); !errors.Is(err, webhook.ErrNoValidSignature) {
+	if _, err := presetVerifier(t, "adyen", "00"+adyenKey[2:]).Verify(adyenRequest(body)); !errors.Is(err, webhook.ErrNoValidSignature) {
 		t.Errorf("other key: %v", err)
 	}
 	// A key that is not hex cannot be configured.
-	p, _ := webhook.Lookup("adyen")
+	p, _ := preset.Lookup("adyen")
 	if _, err := webhook.NewVerifier(p, []string{"not-hex"}, 0); !errors.Is(err, webhook.ErrInvalidSecret) {
 		t.Errorf("NewVerifier(not hex) = %v, want ErrInvalidSecret", err)
 	}

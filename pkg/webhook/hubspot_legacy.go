@@ -4,60 +4,54 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+
+	"github.com/idemlambda/idem/internal/preset"
 )
 
-// legacyScheme names the headers of a sender's older signature versions:
-// HubSpot's X-HubSpot-Signature, whose version X-HubSpot-Signature-Version
-// gives ("v1" or "v2"). A zero value means the sender has none.
-//
-// As @hubspot/api-client computes them (src/utils/signature.ts):
+// HubSpot's older signatures (preset.LegacyScheme), accepted only with
+// Preset.AllowLegacySignatures and only when the current signature (v3) is
+// absent. As @hubspot/api-client computes them (src/utils/signature.ts):
 //
 //	v1: hex SHA-256 of secret + body
 //	v2: hex SHA-256 of secret + method + URL + body
 //
 // Neither signs a time, so neither has a tolerance: a captured delivery
 // stays valid for ever, and once its result has expired it runs again.
-// Neither is an HMAC. And v1 does not sign the URL. That is why a preset
-// accepts them only with Preset.AllowLegacySignatures, and only when the
-// current signature (v3) is absent.
-type legacyScheme struct {
-	signatureHeader string
-	versionHeader   string
-}
+// Neither is an HMAC. And v1 does not sign the URL.
 
 // usesLegacySignature reports whether r is to be verified by the preset's
 // legacy scheme: allowed, and the current signature header absent.
 func (v *Verifier) usesLegacySignature(r Request) bool {
 	p := v.preset
-	return p.AllowLegacySignatures && p.legacy.signatureHeader != "" && header(r.Headers, p.SignatureHeader) == ""
+	return p.AllowLegacySignatures && p.Legacy.SignatureHeader != "" && v.header(r.Header, p.SignatureHeader) == ""
 }
 
 // legacyNotAllowed returns an error naming the setting when r carries only a
 // legacy signature that the preset does not accept, nil otherwise.
 func (v *Verifier) legacyNotAllowed(r Request) error {
 	p := v.preset
-	if p.legacy.signatureHeader == "" || p.AllowLegacySignatures || header(r.Headers, p.SignatureHeader) != "" ||
-		header(r.Headers, p.legacy.signatureHeader) == "" {
+	if p.Legacy.SignatureHeader == "" || p.AllowLegacySignatures || v.header(r.Header, p.SignatureHeader) != "" ||
+		v.header(r.Header, p.Legacy.SignatureHeader) == "" {
 		return nil
 	}
 	return fmt.Errorf("%w: no %s header; the delivery carries a %s %s signature, which this preset accepts only with AllowLegacySignatures",
-		ErrNotSigned, p.SignatureHeader, p.legacy.signatureHeader, quote(header(r.Headers, p.legacy.versionHeader)))
+		ErrNotSigned, p.SignatureHeader, p.Legacy.SignatureHeader, quote(v.header(r.Header, p.Legacy.VersionHeader)))
 }
 
 // verifyLegacy verifies a v1 or v2 signature against every secret and, for
 // v2, every spelling of the public URL (schemeURLSpellings).
 func (v *Verifier) verifyLegacy(r Request) (int, error) {
 	p := v.preset
-	raw := header(r.Headers, p.legacy.signatureHeader)
+	raw := v.header(r.Header, p.Legacy.SignatureHeader)
 	if raw == "" {
-		return -1, fmt.Errorf("%w: no %s or %s header", ErrNotSigned, p.SignatureHeader, p.legacy.signatureHeader)
+		return -1, fmt.Errorf("%w: no %s or %s header", ErrNotSigned, p.SignatureHeader, p.Legacy.SignatureHeader)
 	}
-	sig, ok := schemeDecodeSig(raw, Hex, sha256.Size)
+	sig, ok := decodeSignature(raw, preset.Hex, sha256.Size)
 	if !ok {
-		return -1, fmt.Errorf("%w: %s is not a hex SHA-256", ErrInvalidHeader, p.legacy.signatureHeader)
+		return -1, fmt.Errorf("%w: %s is not a hex SHA-256", ErrInvalidHeader, p.Legacy.SignatureHeader)
 	}
 	// @hubspot/api-client takes v1 when no version is given.
-	version := header(r.Headers, p.legacy.versionHeader)
+	version := v.header(r.Header, p.Legacy.VersionHeader)
 	var suffixes [][]byte
 	switch version {
 	case "", "v1":
@@ -70,11 +64,11 @@ func (v *Verifier) verifyLegacy(r Request) (int, error) {
 		if method == "" {
 			method = "POST"
 		}
-		for _, u := range schemeURLSpellings(r.URL) {
+		for _, u := range urlSpellings(r.URL) {
 			suffixes = append(suffixes, append([]byte(method+u), r.Body...))
 		}
 	default:
-		return -1, fmt.Errorf("%w: %s is %s, not v1 or v2", ErrInvalidHeader, p.legacy.versionHeader, quote(version))
+		return -1, fmt.Errorf("%w: %s is %s, not v1 or v2", ErrInvalidHeader, p.Legacy.VersionHeader, quote(version))
 	}
 	for i, key := range v.keys {
 		for _, suffix := range suffixes {
@@ -86,7 +80,7 @@ func (v *Verifier) verifyLegacy(r Request) (int, error) {
 			}
 		}
 	}
-	return -1, fmt.Errorf("%w: %s %s signature checked against %d secret(s)", ErrNoValidSignature, p.legacy.signatureHeader, cmpVersion(version), len(v.keys))
+	return -1, fmt.Errorf("%w: %s %s signature checked against %d secret(s)", ErrNoValidSignature, p.Legacy.SignatureHeader, cmpVersion(version), len(v.keys))
 }
 
 // cmpVersion names a legacy version for an error message.
@@ -105,9 +99,9 @@ func (v *Verifier) legacyDigestID(r Request) (string, error) {
 	body := r.Body
 	if len(v.preset.DigestOmits) > 0 {
 		var err error
-		if body, err = schemeOmit(r.Body, v.preset.DigestOmits); err != nil {
+		if body, err = omitMembers(r.Body, v.preset.DigestOmits); err != nil {
 			return "", err
 		}
 	}
-	return BodyDigestID(body), nil
+	return digestKey(body), nil
 }

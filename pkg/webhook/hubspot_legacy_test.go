@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemlambda/idem/internal/preset"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -25,7 +26,7 @@ const (
 
 func hubspotLegacyVerifier(t *testing.T, allow bool) *webhook.Verifier {
 	t.Helper()
-	p, _ := webhook.Lookup("hubspot")
+	p, _ := preset.Lookup("hubspot")
 	p.AllowLegacySignatures = allow
 	v, err := webhook.NewVerifier(p, []string{hubspotSecret}, 0)
 	if err != nil {
@@ -48,7 +49,7 @@ func TestHubSpotV1AndV2SDKVectorsAreAcceptedWithTheSetting(t *testing.T) {
 		"v2 with body": hubspotLegacyRequest("v2", hubspotV2Post, "POST", hubspotV2URL, hubspotV2Body),
 		"v2 port 443":  hubspotLegacyRequest("v2", hubspotV2Post, "POST", "https://www.example.com:443/webhook_uri", hubspotV2Body),
 	} {
-		if err := v.Verify(r); err != nil {
+		if err := v.CheckSignature(r); err != nil {
 			t.Errorf("%s: Verify = %v", name, err)
 		}
 	}
@@ -56,7 +57,7 @@ func TestHubSpotV1AndV2SDKVectorsAreAcceptedWithTheSetting(t *testing.T) {
 	// Only the retention (96h) stands between it and a second execution.
 	late := hubspotLegacyRequest("v1", hubspotV1Sig, "POST", "https://example.com/webhooks/hubspot", hubspotV1Body)
 	late.Now = time.Now().AddDate(1, 0, 0)
-	if err := v.Verify(late); err != nil {
+	if err := v.CheckSignature(late); err != nil {
 		t.Errorf("v1 a year later: %v (v1 has no timestamp to refuse it by)", err)
 	}
 	// The key is the digest of the body less attemptNumber, whatever URL it
@@ -67,19 +68,19 @@ func TestHubSpotV1AndV2SDKVectorsAreAcceptedWithTheSetting(t *testing.T) {
 	d2, err2 := v.Event(other)
 	retry := hubspotLegacyRequest("v1", hubspotV1Sig, "POST", late.URL, strings.Replace(hubspotV1Body, `"attemptNumber":0`, `"attemptNumber":1`, 1))
 	d3, err3 := v.Event(retry)
-	if err1 != nil || err2 != nil || err3 != nil || d1.ID != d2.ID || d1.ID != d3.ID || !strings.HasPrefix(d1.ID, webhook.BodyDigestPrefix) {
+	if err1 != nil || err2 != nil || err3 != nil || d1.ID != d2.ID || d1.ID != d3.ID || !strings.HasPrefix(d1.ID, "sha256:") {
 		t.Errorf("keys %q %q %q (%v %v %v), want one body digest", d1.ID, d2.ID, d3.ID, err1, err2, err3)
 	}
 }
 
 func TestHubSpotLegacySignaturesAreRefusedByDefault(t *testing.T) {
 	v := hubspotLegacyVerifier(t, false)
-	err := v.Verify(hubspotLegacyRequest("v1", hubspotV1Sig, "POST", "https://example.com/webhooks/hubspot", hubspotV1Body))
+	err := v.CheckSignature(hubspotLegacyRequest("v1", hubspotV1Sig, "POST", "https://example.com/webhooks/hubspot", hubspotV1Body))
 	if !errors.Is(err, webhook.ErrNotSigned) || !strings.Contains(err.Error(), "AllowLegacySignatures") {
 		t.Fatalf("v1 without the setting: %v, want ErrNotSigned naming AllowLegacySignatures", err)
 	}
 	// A preset without legacy signatures cannot allow them.
-	p, _ := webhook.Lookup("github")
+	p, _ := preset.Lookup("github")
 	p.AllowLegacySignatures = true
 	if _, err := webhook.NewVerifier(p, []string{"s"}, 0); err == nil {
 		t.Fatal("github with AllowLegacySignatures: accepted")
@@ -102,15 +103,15 @@ func TestHubSpotLegacyTamperedIsRefused(t *testing.T) {
 		{"not hex", hubspotLegacyRequest("v1", strings.Repeat("z", 64), "POST", "", hubspotV1Body), webhook.ErrInvalidHeader},
 		{"other secret", hubspotLegacyRequest("v1", strings.Repeat("a", 64), "POST", "", hubspotV1Body), webhook.ErrNoValidSignature},
 	} {
-		if err := v.Verify(tc.r); !errors.Is(err, tc.want) {
+		if err := v.CheckSignature(tc.r); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Verify = %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	// A v3 header present is the one checked: a valid v1 beside a bad v3 is refused.
 	r := hubspotLegacyRequest("v1", hubspotV1Sig, "POST", "https://example.com/webhooks/hubspot", hubspotV1Body)
-	r.Headers["x-hubspot-signature-v3"] = strings.Repeat("A", 43) + "="
-	r.Headers["x-hubspot-request-timestamp"] = "1"
-	if err := v.Verify(r); err == nil {
+	r.Header.Set("x-hubspot-signature-v3", strings.Repeat("A", 43)+"=")
+	r.Header.Set("x-hubspot-request-timestamp", "1")
+	if err := v.CheckSignature(r); err == nil {
 		t.Error("a bad v3 beside a good v1: accepted")
 	}
 }

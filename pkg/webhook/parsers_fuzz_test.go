@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/idemlambda/idem/internal/preset"
 )
 
 // FuzzNotificationItems: parseNotificationItems, the reader of Adyen's
@@ -53,17 +55,17 @@ func FuzzTwilioSignatureSettings(f *testing.F) {
 	f.Add("")
 	f.Add(strings.Repeat("algorithm=x,", 200))
 	f.Fuzz(func(t *testing.T, value string) {
-		alg, err := twilioSignatureAlgorithm(value, SHA1)
+		alg, err := twilioSignatureAlgorithm(value, preset.SHA1)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidHeader) || len(err.Error()) > 4*maxQuoted {
 				t.Fatalf("error %v", err)
 			}
 			return
 		}
-		if alg != SHA1 && alg != SHA256 {
+		if alg != preset.SHA1 && alg != preset.SHA256 {
 			t.Fatalf("algorithm %q from %q", alg, value)
 		}
-		if !strings.Contains(value, "algorithm") && alg != SHA1 {
+		if !strings.Contains(value, "algorithm") && alg != preset.SHA1 {
 			t.Fatalf("%q names no algorithm but gave %q", value, alg)
 		}
 	})

@@ -3,6 +3,8 @@ package webhook
 import (
 	"fmt"
 	"strings"
+
+	"github.com/idemlambda/idem/internal/preset"
 )
 
 // twilioSignatureSettingsHeader is where Twilio declares a SharedKey signature:
@@ -19,7 +21,7 @@ const maxSignatureSettings = 1024
 
 // twilioAlgorithms are the algorithm names a Twilio settings header may carry,
 // compared without regard to case as twilio-node compares them.
-var twilioAlgorithms = map[string]Algorithm{"HMAC_SHA1": SHA1, "HMAC_SHA256": SHA256}
+var twilioAlgorithms = map[string]preset.Algorithm{"HMAC_SHA1": preset.SHA1, "HMAC_SHA256": preset.SHA256}
 
 // twilioSignatureAlgorithm returns the HMAC algorithm a Twilio settings header
 // declares: the value of its first non-empty "algorithm=" element, and
@@ -27,7 +29,7 @@ var twilioAlgorithms = map[string]Algorithm{"HMAC_SHA1": SHA1, "HMAC_SHA256": SH
 // getSignatureAlgorithm reads it. An algorithm Twilio does not define, or a
 // header too long to be Twilio's, is ErrInvalidHeader: the delivery is
 // refused, as twilio-node refuses it.
-func twilioSignatureAlgorithm(value string, fallback Algorithm) (Algorithm, error) {
+func twilioSignatureAlgorithm(value string, fallback preset.Algorithm) (preset.Algorithm, error) {
 	if len(value) > maxSignatureSettings {
 		return "", fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalidHeader, twilioSignatureSettingsHeader, maxSignatureSettings)
 	}
@@ -50,14 +52,14 @@ func twilioSignatureAlgorithm(value string, fallback Algorithm) (Algorithm, erro
 
 // requestAlgorithm returns the HMAC algorithm of r and its MAC size: the
 // preset's, or the one r declares in the preset's settings header.
-func (v *Verifier) requestAlgorithm(r Request) (Algorithm, int, error) {
+func (v *Verifier) requestAlgorithm(r Request) (preset.Algorithm, int, error) {
 	p := v.preset
-	if p.signatureSettingsHeader == "" {
+	if p.SignatureSettingsHeader == "" {
 		return p.Algorithm, v.macSize, nil
 	}
-	alg, err := twilioSignatureAlgorithm(header(r.Headers, p.signatureSettingsHeader), p.Algorithm)
+	alg, err := twilioSignatureAlgorithm(v.header(r.Header, p.SignatureSettingsHeader), p.Algorithm)
 	if err != nil {
 		return "", 0, err
 	}
-	return alg, schemeHash(alg)().Size(), nil
+	return alg, hashOf(alg)().Size(), nil
 }

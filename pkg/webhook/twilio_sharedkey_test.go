@@ -29,7 +29,7 @@ func twilioRequest(url, body, signature, settings string) webhook.Request {
 	if settings != "" {
 		h["x-twilio-webhooks-signature-settings"] = settings
 	}
-	return webhook.Request{Headers: h, Body: []byte(body), URL: url}
+	return webhook.Request{Header: hdr(h), Body: []byte(body), URL: url}
 }
 
 func TestTwilioSharedKeySignedByTwilioNodeIsAccepted(t *testing.T) {
@@ -38,26 +38,26 @@ func TestTwilioSharedKeySignedByTwilioNodeIsAccepted(t *testing.T) {
 	// The SharedKey secret beside the Auth Token, as an operator configures both.
 	v := presetVerifier(t, "twilio", vec.AuthToken, vec.SharedKey)
 	form := twilioRequest(vec.Form.URL, vec.Form.Body, vec.Form.Signature, vec.Settings)
-	if err := v.Verify(form); err != nil {
+	if err := v.CheckSignature(form); err != nil {
 		t.Fatalf("SharedKey form webhook: %v", err)
 	}
-	if err := v.Verify(twilioRequest(vec.JSON.URL, vec.JSON.Body, vec.JSON.Signature, vec.Settings)); err != nil {
+	if err := v.CheckSignature(twilioRequest(vec.JSON.URL, vec.JSON.Body, vec.JSON.Signature, vec.Settings)); err != nil {
 		t.Fatalf("SharedKey JSON webhook (bodySHA256): %v", err)
 	}
 	// Without the header, HMAC-SHA1 with the Auth Token, as before.
 	legacy := twilioRequest(vec.SHA1.URL, vec.SHA1.Body, vec.SHA1.Signature, "")
-	if err := v.Verify(legacy); err != nil {
+	if err := v.CheckSignature(legacy); err != nil {
 		t.Fatalf("Auth Token (HMAC-SHA1) webhook: %v", err)
 	}
 	// The algorithm changes nothing of the key: both are the digest of one content.
 	d1, err1 := v.Event(form)
 	d2, err2 := v.Event(legacy)
-	if err1 != nil || err2 != nil || d1.ID != d2.ID || !strings.HasPrefix(d1.ID, webhook.BodyDigestPrefix) {
+	if err1 != nil || err2 != nil || d1.ID != d2.ID || !strings.HasPrefix(d1.ID, "sha256:") {
 		t.Fatalf("keys %q (%v) and %q (%v), want one digest", d1.ID, err1, d2.ID, err2)
 	}
 	// Either secret in either place: an SHA-256 under the Auth Token verifies
 	// too (every configured secret is tried), as a rotation needs.
-	if err := presetVerifier(t, "twilio", vec.SharedKey).Verify(form); err != nil {
+	if err := presetVerifier(t, "twilio", vec.SharedKey).CheckSignature(form); err != nil {
 		t.Fatalf("SharedKey alone: %v", err)
 	}
 }
@@ -80,12 +80,12 @@ func TestTwilioSharedKeyTamperedIsRefused(t *testing.T) {
 		{"JSON body changed", twilioRequest(vec.JSON.URL, strings.Replace(vec.JSON.Body, "ABCDE", "ABCDF", 1), vec.JSON.Signature, vec.Settings), webhook.ErrNoValidSignature},
 		{"settings header of 2 KB", twilioRequest(vec.Form.URL, vec.Form.Body, vec.Form.Signature, vec.Settings+strings.Repeat(",x=y", 512)), webhook.ErrInvalidHeader},
 	} {
-		if err := v.Verify(tc.r); !errors.Is(err, tc.want) {
+		if err := v.CheckSignature(tc.r); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Verify = %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	// Under another secret, refused.
-	if err := presetVerifier(t, "twilio", vec.AuthToken).Verify(twilioRequest(vec.Form.URL, vec.Form.Body, vec.Form.Signature, vec.Settings)); !errors.Is(err, webhook.ErrNoValidSignature) {
+	if err := presetVerifier(t, "twilio", vec.AuthToken).CheckSignature(twilioRequest(vec.Form.URL, vec.Form.Body, vec.Form.Signature, vec.Settings)); !errors.Is(err, webhook.ErrNoValidSignature) {
 		t.Errorf("SharedKey signature, only the Auth Token configured: %v", err)
 	}
 }
@@ -102,13 +102,13 @@ func TestTwilioSignatureSettingsAreReadAsTwilioNodeReadsThem(t *testing.T) {
 		"algorithm=,algorithm=HMAC_SHA256",
 		"key=k,,algorithm=HMAC_SHA256,algorithm=HMAC_SHA1",
 	} {
-		if err := v.Verify(twilioRequest(vec.Form.URL, vec.Form.Body, vec.Form.Signature, settings)); err != nil {
+		if err := v.CheckSignature(twilioRequest(vec.Form.URL, vec.Form.Body, vec.Form.Signature, settings)); err != nil {
 			t.Errorf("settings %q: %v", settings, err)
 		}
 	}
 	sha1 := presetVerifier(t, "twilio", vec.AuthToken)
 	for _, settings := range []string{"key=k", "key=k,algorithm=", "algorithm", "key=k,algorithm=HMAC_SHA1"} {
-		if err := sha1.Verify(twilioRequest(vec.SHA1.URL, vec.SHA1.Body, vec.SHA1.Signature, settings)); err != nil {
+		if err := sha1.CheckSignature(twilioRequest(vec.SHA1.URL, vec.SHA1.Body, vec.SHA1.Signature, settings)); err != nil {
 			t.Errorf("settings %q means HMAC-SHA1: %v", settings, err)
 		}
 	}
@@ -118,19 +118,18 @@ func TestTwilioSignatureSettingsAreReadAsTwilioNodeReadsThem(t *testing.T) {
 func TestWebhooktestSignsSharedKeyDeliveriesAsTwilioNode(t *testing.T) {
 	var vec twilioSharedKeyVectors
 	readJSONFixture(t, "sdk/twilio_sharedkey.json", &vec)
-	p, _ := webhook.Lookup("twilio")
 	jsonBase, _, _ := strings.Cut(vec.JSON.URL, "?") // webhooktest adds bodySHA256
 	for _, c := range []struct{ url, body, signedURL, want string }{
 		{vec.Form.URL, vec.Form.Body, vec.Form.URL, vec.Form.Signature},
 		{jsonBase, vec.JSON.Body, vec.JSON.URL, vec.JSON.Signature},
 	} {
 		r := twilioRequest(c.url, c.body, "", vec.Settings)
-		delete(r.Headers, "x-twilio-signature")
-		signed, err := webhooktest.Sign(p, vec.SharedKey, r)
+		r.Header.Del("x-twilio-signature")
+		signed, err := webhooktest.Sign("twilio", vec.SharedKey, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := signed.Headers["x-twilio-signature"]; got != c.want || signed.URL != c.signedURL {
+		if got := signed.Header.Get("x-twilio-signature"); got != c.want || signed.URL != c.signedURL {
 			t.Errorf("%s: webhooktest signed %q at %s, twilio-node %q at %s", c.url, got, signed.URL, c.want, c.signedURL)
 		}
 	}

@@ -24,8 +24,6 @@
 //	Discord PING, Zoom endpoint.url_validation,
 //	Twitch challenge, WooCommerce ping)
 //	first delivery, forwarded                        200     {"received": true, "id", "delivery_id", "type"}
-//	several events (Adyen notification items), each  200     the sender's answer ([accepted], text/plain)
-//	claimed and forwarded on its own (items.go)              or the refusal of the item most to retry
 //	duplicate after completion                       200     same body, idempotent-replayed: true
 //	duplicate while the first is in progress         409     in_progress, retry-after
 //	same event id, different payload                 422     event_id_reused
@@ -62,10 +60,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/idemlambda/idem/internal/apigw"
+	"github.com/idemlambda/idem/internal/config"
 	"github.com/idemlambda/idem/internal/obs"
 	"github.com/idemlambda/idem/internal/redisconn"
 	"github.com/idemlambda/idem/internal/redisguard"
@@ -104,7 +103,7 @@ const (
 type Handler struct {
 	verifier  *webhook.Verifier
 	name      string // WEBHOOK_PROVIDER: the route, the key scope and the log's provider
-	publicURL string // webhook.PublicURLSetting, or "" to rebuild the URL from the event
+	publicURL string // config.PublicURLSetting, or "" to rebuild the URL from the event
 	route     string
 	maxBody   int
 	guard     *idem.Guard
@@ -155,7 +154,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		secretVar = EnvSecretARN
 		client := o.secretsClient
 		if client == nil {
-			cfg, err := config.LoadDefaultConfig(ctx)
+			cfg, err := awsconfig.LoadDefaultConfig(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", &setting.Error{Var: EnvSecretARN, Reason: "cannot load the AWS configuration"}, err)
 			}
@@ -178,11 +177,11 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 			return nil, fmt.Errorf("webhook: %w", err)
 		}
 	}
-	verifier, err := webhook.NewVerifier(s.preset, secrets, s.tolerance)
+	verifier, err := config.NewVerifier(s.provider, secrets, s.tolerance, getenv)
 	if err != nil {
 		return nil, providerError(err, secretVar)
 	}
-	idemOpts, err := idem.OptionsFromEnv(getenv, verifier.DefaultResultTTL())
+	idemOpts, err := idem.OptionsFromEnv(getenv, verifier.ResultTTL())
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
@@ -261,57 +260,42 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return reject(http.StatusBadRequest, codeInvalidEncoding, "the body is marked base64-encoded but is not base64", err)
 	}
 
-	// The sender signed these bytes, at this URL (URL-signing senders sign it too).
-	r := webhook.Request{
-		Headers: req.Headers,
-		Body:    body,
-		URL:     webhook.PublicURL(req.RequestContext.DomainName, req.RawPath, req.RawQueryString, h.publicURL),
-		Method:  method,
-		Now:     h.now(),
+	// The sender signed these bytes, at this URL (URL-signing senders sign it too). Nothing
+	// below Verify runs for a delivery the provider did not sign, nor for one it signed that is
+	// not its event: no Redis command, no sink.
+	d, err := h.verifier.Verify(webhook.Request{
+		Header: apigw.HTTPHeader(req.Headers),
+		Body:   body,
+		URL:    apigw.PublicURL(req.RequestContext.DomainName, req.RawPath, req.RawQueryString, h.publicURL),
+		Method: method,
+		Now:    h.now(),
+	})
+	if err != nil {
+		return h.refuseDelivery(err)
 	}
-	// Nothing below this check runs for a delivery the provider did not sign: no Redis
-	// command, no sink.
-	if err := h.verifier.Verify(r); err != nil {
-		switch {
-		case errors.Is(err, webhook.ErrNotSigned):
-			return reject(http.StatusUnauthorized, codeMissingSignature, "the delivery is not signed", err)
-		case errors.Is(err, webhook.ErrTooOld), errors.Is(err, webhook.ErrTooNew):
-			return reject(http.StatusUnauthorized, codeTimestamp, "the signed timestamp is outside the accepted tolerance", err)
-		default:
-			return reject(http.StatusUnauthorized, codeInvalidSignature, "the signature is malformed or matches no accepted secret", err)
-		}
-	}
-
-	d, err := h.verifier.Event(r)
-	switch {
-	case errors.Is(err, webhook.ErrNoEventID):
-		return reject(http.StatusBadRequest, codeMissingEventID, "the delivery carries no event id", err)
-	case err != nil:
-		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.name+" event", err)
-	case len(d.Items) > 0:
+	if len(d.Items) > 0 {
 		// Several events in one delivery (Adyen), each claimed and forwarded on its own.
 		return h.handleItems(ctx, d)
-	case d.Handshake != nil:
-		// The sender's endpoint check: answered as it documents, never deduplicated or forwarded.
+	}
+	if d.Handshake != nil {
+		// The sender's endpoint check: answered as it documents, never deduplicated or
+		// forwarded, and counted apart from executions.
 		resp := events.APIGatewayV2HTTPResponse{
 			StatusCode: http.StatusOK,
 			Headers:    map[string]string{"content-type": d.Handshake.ContentType},
 			Body:       string(d.Handshake.Body),
 		}
-		return resp, obs.Request{Outcome: obs.OutcomeExecuted, Reason: string(d.Handshake.Kind)}
-	}
-	fp, err := fingerprint(d.Fingerprint)
-	if err != nil {
-		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.name+" event", err)
+		return resp, obs.Request{Outcome: obs.OutcomeHandshake, Reason: d.Handshake.Kind}
 	}
 
 	received := h.now()
 	key := idem.Key{Scope: h.name, ID: d.ID}
-	out, err := h.guard.Do(ctx, key, fp, func(ctx context.Context) (idem.Result, error) {
+	out, err := h.guard.Do(ctx, key, idem.Fingerprint(d.Fingerprint), func(ctx context.Context) (idem.Result, error) {
 		return h.forward(ctx, d, received)
 	})
 	resp, rec := respond(out, err)
-	rec.ID = d.ID // obs.LogRequest bounds it: an id too long to be a key is still logged
+	// obs.LogRequest bounds both: an id too long to be a key is still logged.
+	rec.ID, rec.DeliveryID = d.ID, d.DeliveryID
 	rec.RoundTrips = out.RoundTrips
 	return resp, rec
 }
@@ -391,22 +375,24 @@ func refuse(k idem.Kind, code, message string) events.APIGatewayV2HTTPResponse {
 	return apigw.Error(r.Status, code, message, r.Header()...)
 }
 
+// refuseDelivery answers a delivery Verify refused: 401 for one the provider did not sign, 400
+// for one it signed that is not its event.
+func (h *Handler) refuseDelivery(err error) (events.APIGatewayV2HTTPResponse, obs.Request) {
+	switch {
+	case errors.Is(err, webhook.ErrNotSigned):
+		return reject(http.StatusUnauthorized, codeMissingSignature, "the delivery is not signed", err)
+	case errors.Is(err, webhook.ErrTooOld), errors.Is(err, webhook.ErrTooNew):
+		return reject(http.StatusUnauthorized, codeTimestamp, "the signed timestamp is outside the accepted tolerance", err)
+	case errors.Is(err, webhook.ErrInvalidHeader), errors.Is(err, webhook.ErrNoValidSignature), errors.Is(err, webhook.ErrNoPublicURL):
+		return reject(http.StatusUnauthorized, codeInvalidSignature, "the signature is malformed or matches no accepted secret", err)
+	case errors.Is(err, webhook.ErrNoEventID):
+		return reject(http.StatusBadRequest, codeMissingEventID, "the delivery carries no event id", err)
+	default: // webhook.ErrBadPayload
+		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.name+" event", err)
+	}
+}
+
 // reject answers a delivery refused before any work, with Redis untouched.
 func reject(status int, code, message string, err error, headers ...string) (events.APIGatewayV2HTTPResponse, obs.Request) {
 	return apigw.Error(status, code, message, headers...), obs.Request{Outcome: obs.OutcomeRejected, Reason: code, Err: err}
-}
-
-// fingerprint identifies a delivery's payload as the sender's preset says, so that the same
-// event id with a different payload is a mismatch, never a replay: the SHA-256 of the content,
-// or of the canonical JSON of the named members (for a sender whose retries change a member
-// that describes the delivery, not the event).
-func fingerprint(f webhook.Fingerprint) (idem.Fingerprint, error) {
-	if len(f.Fields) == 0 {
-		return idem.FingerprintOf(f.Content), nil
-	}
-	fp, err := idem.FingerprintJSON(f.Content, f.Fields...)
-	if err != nil {
-		return idem.Fingerprint{}, fmt.Errorf("webhook: fingerprint: %w", err)
-	}
-	return fp, nil
 }

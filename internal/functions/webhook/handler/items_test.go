@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idem/internal/config"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/webhook"
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
@@ -89,8 +90,7 @@ func TestAdyenDeliveryWithATamperedItemIsRefusedBeforeAnyClaim(t *testing.T) {
 		t.Fatalf("%d Redis commands, %d events for a refused delivery; want none", n, len(hs.sink.sent()))
 	}
 	// Signed with another key: refused too.
-	p, _ := webhook.Lookup("adyen")
-	signed, err := webhooktest.Sign(p, hex.EncodeToString([]byte("other")), webhook.Request{Body: readVector(t, "adyen_items.json")})
+	signed, err := webhooktest.Sign("adyen", hex.EncodeToString([]byte("other")), webhook.Request{Body: readVector(t, "adyen_items.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +118,13 @@ func TestAdyenItemsFailedAreRetriedAndTheDoneOnesReplayed(t *testing.T) {
 	if err := json.Unmarshal(readVector(t, "adyen_items.json"), &note); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := webhook.Lookup("adyen")
 	items := note["notificationItems"].([]any)
 	third := map[string]any{"NotificationRequestItem": map[string]any{"pspReference": "NEWPSP0000000001", "eventCode": "REFUND",
 		"originalReference": "pspReference", "merchantAccountCode": "merchantAccount", "merchantReference": "reference",
 		"amount": map[string]any{"value": 500, "currency": "EUR"}, "success": "true", "additionalData": map[string]any{}}}
 	note["notificationItems"] = append(items, third)
 	b, _ := json.Marshal(note)
-	signed, err := webhooktest.Sign(p, adyenKey, webhook.Request{Body: b})
+	signed, err := webhooktest.Sign("adyen", adyenKey, webhook.Request{Body: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,15 +146,17 @@ func TestIntercomPingAndSlackRateLimitNoticeAreAnsweredWithoutExecution(t *testi
 	} {
 		t.Run(tc.provider, func(t *testing.T) {
 			hs := newHarness(t, tc.provider, harnessConfig{})
-			p, _ := webhook.Lookup(tc.provider)
-			signed, err := webhooktest.Sign(p, testSecret(tc.provider), webhook.Request{Body: []byte(tc.body), Now: hs.clock.Now()})
+			signed, err := webhooktest.Sign(tc.provider, testSecret(tc.provider), webhook.Request{Body: []byte(tc.body), Now: hs.clock.Now()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			signed.Headers["content-type"] = "application/json"
+			headers := map[string]string{"content-type": "application/json"}
+			for name := range signed.Header {
+				headers[strings.ToLower(name)] = signed.Header.Get(name)
+			}
 			hs.counter.Commands.Store(0)
 			for range 3 {
-				wantStatus(t, hs.do(t, apiRequest(t, tc.provider, signed.Body, signed.Headers)), 200, "")
+				wantStatus(t, hs.do(t, apiRequest(t, tc.provider, signed.Body, headers)), 200, "")
 			}
 			if n := hs.counter.Commands.Load(); n != 0 || len(hs.sink.sent()) != 0 || hs.sink.attempts() != 0 {
 				t.Fatalf("%d Redis commands, %d sink calls; want none", n, hs.sink.attempts())
@@ -181,7 +182,7 @@ func TestTwilioSharedKeyWebhookSignedByTwilioNodeIsExecutedOnce(t *testing.T) {
 	}
 	base, query, _ := strings.Cut(vec.Form.URL, "?")
 	hs := newHarness(t, "twilio", harnessConfig{env: map[string]string{
-		EnvSecret: vec.AuthToken + "," + vec.SharedKey, webhook.PublicURLSetting: base,
+		EnvSecret: vec.AuthToken + "," + vec.SharedKey, config.PublicURLSetting: base,
 	}})
 	req := apiRequest(t, "twilio", []byte(vec.Form.Body), map[string]string{
 		"content-type": "application/x-www-form-urlencoded", "x-twilio-signature": vec.Form.Signature,

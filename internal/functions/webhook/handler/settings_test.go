@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idemlambda/idem/internal/preset"
 	"io"
 	"maps"
 	"net/http"
@@ -92,10 +93,10 @@ func TestInitInsideLambdaNeedsNoReachableRedis(t *testing.T) {
 
 func TestDevelopmentSecretOutsideLambda(t *testing.T) {
 	forEachProvider(t, func(t *testing.T, pc providerCase) {
-		secret := DevSecret(pc.name)
+		secret := webhook.DevSecret(pc.name)
 		if pc.name == "standard" {
-			if _, err := webhook.DecodeStandardSecret(secret); err != nil {
-				t.Fatalf("DevSecret(standard) = %q: %v", secret, err)
+			if _, err := preset.DecodeWhsec(secret); err != nil {
+				t.Fatalf("webhook.DevSecret(standard) = %q: %v", secret, err)
 			}
 		}
 		hs := newHarness(t, pc.name, harnessConfig{env: map[string]string{EnvSecret: ""}})

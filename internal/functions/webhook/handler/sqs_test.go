@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/idemlambda/idem/internal/testsupport"
-	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 // sqsInput is what the tests read of a SendMessage input.
@@ -88,7 +87,7 @@ func TestSQSSinkForwardsEachEventOnceToAFIFOQueue(t *testing.T) {
 	want := []struct{ dedup, group string }{
 		{"stripe:evt_1SQSfifo", "stripe:" + stripeObjectID(t, stripeBody)},
 		// GitHub's key, signed, is its body's digest, not the unsigned delivery id.
-		{"github:" + webhook.BodyDigestID(githubBody), "github:idemlambda/demo"},
+		{"github:" + bodyDigest(githubBody), "github:idemlambda/demo"},
 	}
 	for i, c := range calls {
 		if c.Target != "AmazonSQS.SendMessage" || c.Input.QueueUrl != queueURL {
