@@ -22,8 +22,11 @@
 //	event id unusable as a key (too long, control)   400     invalid_event_id            no
 //	endpoint handshake (Slack url_verification,      200     as the sender documents     no
 //	Discord PING, Zoom endpoint.url_validation,
-//	Twitch challenge, WooCommerce ping)
+//	Twitch challenge, WooCommerce ping, Intercom
+//	ping) or Slack's app_rate_limited notice
 //	first delivery, forwarded                        200     {"received": true, "id", "delivery_id", "type"}
+//	several events (Adyen notification items), each  200     the sender's answer ([accepted], text/plain),
+//	claimed and forwarded on its own (items.go)              or the refusal of the item most to retry
 //	duplicate after completion                       200     same body, idempotent-replayed: true
 //	duplicate while the first is in progress         409     in_progress, retry-after
 //	same event id, different payload                 422     event_id_reused
