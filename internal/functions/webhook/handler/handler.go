@@ -17,11 +17,12 @@
 //	signature headers missing                        401     missing_signature           no
 //	signature malformed or not matching any secret   401     invalid_signature           no
 //	signed timestamp outside the tolerance           401     timestamp_out_of_tolerance  no
-//	body not the provider's JSON                     400     invalid_payload             no
+//	body not the provider's JSON (or, for any        400     invalid_payload             no
+//	provider, not one JSON document)
 //	no event id (dedupe key)                         400     missing_event_id            no
 //	event id unusable as a key (too long, control)   400     invalid_event_id            no
 //	endpoint handshake (Slack url_verification,      200     as the sender documents     no
-//	Discord PING, Zoom endpoint.url_validation,
+//	Discord PING, Zoom endpoint.url_validation,              (logged as outcome handshake)
 //	Twitch challenge, WooCommerce ping)
 //	first delivery, forwarded                        200     {"received": true, "id", "delivery_id", "type"}
 //	duplicate after completion                       200     same body, idempotent-replayed: true
@@ -37,8 +38,8 @@
 // event id, or, where the signature does not cover the sender's id, a digest of the signed
 // content. A signed body seen before is therefore a replay (or, for a signed id with another
 // payload, a mismatch) whatever unsigned delivery id or event type comes with it; the sink event
-// names those unsigned fields, and delivery_id appears in the receipt only for senders whose
-// delivery id is unsigned.
+// names those unsigned fields, and delivery_id appears in the receipt and in the request's log
+// line only for senders whose delivery id is unsigned.
 // Errors and ids reach the request's log line bounded by obs.LogRequest.
 //
 // When the event was forwarded but its result could not be stored (the claim expired, or
