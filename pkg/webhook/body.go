@@ -264,39 +264,8 @@ func (s *scanner) object(depth int, node *pathNode, path string, top bool) error
 		return nil
 	}
 	for {
-		start := s.offset()
-		raw, decoded, err := s.key()
-		if err != nil {
+		if err := s.member(depth, node, path, top); err != nil {
 			return err
-		}
-		s.space()
-		if s.pos >= len(s.in) || s.in[s.pos] != ':' {
-			return s.fail("want ':' after a member name")
-		}
-		s.pos++
-		s.emit(s.pos - 1)
-		s.space()
-		valueAt, from := s.offset(), s.pos
-		var child *pathNode
-		var childPath string
-		if node != nil {
-			if decoded == nil {
-				child = node.children[string(raw)] // no allocation for a map index
-			} else {
-				child = node.children[*decoded]
-			}
-		}
-		if child != nil {
-			childPath = join(path, nameOf(raw, decoded))
-		}
-		if err := s.value(depth+1, child, childPath, false); err != nil {
-			return err
-		}
-		if child != nil {
-			s.record(childPath, s.in[from:s.pos])
-		}
-		if top {
-			s.topMember(member{name: nameOf(raw, decoded), start: start, value: valueAt, end: s.offset()})
 		}
 		s.space()
 		if s.pos >= len(s.in) {
@@ -315,6 +284,45 @@ func (s *scanner) object(depth int, node *pathNode, path string, top bool) error
 			return s.fail("want ',' or '}' in an object")
 		}
 	}
+}
+
+// member scans one member of an object: its name, the colon and its value.
+func (s *scanner) member(depth int, node *pathNode, path string, top bool) error {
+	start := s.offset()
+	raw, decoded, err := s.key()
+	if err != nil {
+		return err
+	}
+	s.space()
+	if s.pos >= len(s.in) || s.in[s.pos] != ':' {
+		return s.fail("want ':' after a member name")
+	}
+	s.pos++
+	s.emit(s.pos - 1)
+	s.space()
+	valueAt, from := s.offset(), s.pos
+	var child *pathNode
+	var childPath string
+	switch {
+	case node == nil:
+	case decoded == nil:
+		child = node.children[string(raw)] // no allocation for a map index
+	default:
+		child = node.children[*decoded]
+	}
+	if child != nil {
+		childPath = join(path, nameOf(raw, decoded))
+	}
+	if err := s.value(depth+1, child, childPath, false); err != nil {
+		return err
+	}
+	if child != nil {
+		s.record(childPath, s.in[from:s.pos])
+	}
+	if top {
+		s.topMember(member{name: nameOf(raw, decoded), start: start, value: valueAt, end: s.offset()})
+	}
+	return nil
 }
 
 // record keeps the value of a read path; a second one makes it ambiguous.

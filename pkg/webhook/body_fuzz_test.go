@@ -23,6 +23,7 @@ const maxErrorLen = 512
 // FuzzPresetSignatureHeaders feeds hostile signature, timestamp and id
 // headers and bodies to every preset: nothing verifies, nothing panics, and
 // no error repeats the input at length.
+// Cyclomatic over 15: one fuzz input through every preset's headers, each property an independent if.
 func FuzzPresetSignatureHeaders(f *testing.F) {
 	f.Add(uint8(0), "ts=1698796800;h1=a300428748dce5c70e4da19bffd60769591ea969c99dea3105d0ec9612cf43f9", "1698796800", "msg", []byte(`{"data": ["1", "2"]}`))
 	f.Add(uint8(1), "t=1,v1=zz,v1=,t=2", "", "", []byte(`{}`))

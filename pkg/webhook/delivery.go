@@ -140,28 +140,11 @@ func (v *Verifier) delivery(r Request, doc *document, secret int) (Delivery, err
 	if d.ID, err = v.eventID(r, doc); err != nil {
 		return Delivery{}, err
 	}
-	if len(p.DeliveryIDHeaders) > 0 {
-		for _, name := range p.DeliveryIDHeaders {
-			if d.DeliveryID = v.header(r.Header, name); d.DeliveryID != "" {
-				break
-			}
-		}
-		if d.DeliveryID == "" {
-			return Delivery{}, fmt.Errorf("%w: none of %s is set", ErrNoEventID, strings.Join(p.DeliveryIDHeaders, ", "))
-		}
+	if d.DeliveryID, err = v.deliveryID(r); err != nil {
+		return Delivery{}, err
 	}
-	switch {
-	case p.EventType.Field != "":
-		if d.Type, err = descriptive(doc, p.EventType.Field, p.EventType.Text); err != nil {
-			return Delivery{}, err
-		}
-	case p.EventType.Header != "":
-		d.Type = strings.ToValidUTF8(v.header(r.Header, p.EventType.Header), "\uFFFD")
-	}
-	if p.ObjectField != "" {
-		if d.ObjectID, err = descriptive(doc, p.ObjectField, false); err != nil {
-			return Delivery{}, err
-		}
+	if err := v.describe(r, doc, &d); err != nil {
+		return Delivery{}, err
 	}
 	d.Unsigned = v.unsigned(d)
 	if d.Payload, err = v.payload(doc); err != nil {
@@ -171,6 +154,39 @@ func (v *Verifier) delivery(r Request, doc *document, secret int) (Delivery, err
 		return Delivery{}, err
 	}
 	return d, nil
+}
+
+// deliveryID is the sender's own delivery id, when its signature does not
+// cover it: the first of Preset.DeliveryIDHeaders present.
+func (v *Verifier) deliveryID(r Request) (string, error) {
+	names := v.preset.DeliveryIDHeaders
+	for _, name := range names {
+		if id := v.header(r.Header, name); id != "" {
+			return id, nil
+		}
+	}
+	if len(names) > 0 {
+		return "", fmt.Errorf("%w: none of %s is set", ErrNoEventID, strings.Join(names, ", "))
+	}
+	return "", nil
+}
+
+// describe reads the event type and the object of d.
+func (v *Verifier) describe(r Request, doc *document, d *Delivery) error {
+	p := v.preset
+	var err error
+	switch {
+	case p.EventType.Field != "":
+		if d.Type, err = descriptive(doc, p.EventType.Field, p.EventType.Text); err != nil {
+			return err
+		}
+	case p.EventType.Header != "":
+		d.Type = strings.ToValidUTF8(v.header(r.Header, p.EventType.Header), "\uFFFD")
+	}
+	if p.ObjectField != "" {
+		d.ObjectID, err = descriptive(doc, p.ObjectField, false)
+	}
+	return err
 }
 
 // checkDocument refuses a body the sink could not carry (not one JSON

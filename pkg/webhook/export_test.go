@@ -44,3 +44,16 @@ func (v *Verifier) Event(r Request) (Delivery, error) {
 	secret, _ := v.verify(r, doc)
 	return v.delivery(r, doc, max(secret, 0))
 }
+
+// ScanJSON reads body in one pass as a preset reading the member at path
+// would: whether it is one JSON document, its compact form, and the text of
+// the member at path (empty when absent or not a string or number).
+func ScanJSON(body []byte, path string) (valid bool, compact []byte, member string) {
+	plan := planBody(preset.Preset{EventType: preset.Source{Field: path}, FingerprintFields: []string{"x"}})
+	doc := scanJSON(body, plan)
+	if doc.err != nil {
+		return false, nil, ""
+	}
+	member, _ = doc.scalar(path, false)
+	return true, doc.compact, member
+}

@@ -114,7 +114,7 @@ type headerFormat struct {
 }
 
 // parseHeaderFormat parses "<tkey>={timestamp}<sep><skey>={signature}" (in
-// either order), or "" for a bare signature.
+// either order), "<version>,{signature}", or "" for a bare signature.
 func parseHeaderFormat(format string) (headerFormat, error) {
 	if format == "" || format == "{signature}" {
 		return headerFormat{}, nil
@@ -122,28 +122,33 @@ func parseHeaderFormat(format string) (headerFormat, error) {
 	if version, ok := strings.CutSuffix(format, ",{signature}"); ok && version != "" && !strings.ContainsAny(version, " ,={}") {
 		return headerFormat{version: version, separator: " "}, nil
 	}
-	var f headerFormat
 	for _, sep := range []string{",", ";", " ", "&"} {
-		entries := strings.Split(format, sep)
-		if len(entries) != 2 {
-			continue
-		}
-		f.separator = sep
-		for _, e := range entries {
-			key, value, ok := strings.Cut(e, "=")
-			switch {
-			case !ok || key == "":
-			case value == "{timestamp}":
-				f.timestampKey = key
-			case value == "{signature}":
-				f.signatureKey = key
-			}
-		}
-		if f.timestampKey != "" && f.signatureKey != "" && f.timestampKey != f.signatureKey {
+		if f, ok := keyedFormat(format, sep); ok {
 			return f, nil
 		}
 	}
 	return headerFormat{}, fmt.Errorf("header format %q is neither {signature} nor <key>={timestamp}<sep><key>={signature} with sep one of , ; space &", format)
+}
+
+// keyedFormat reads format as two key=value entries joined by sep, one
+// {timestamp} and one {signature}.
+func keyedFormat(format, sep string) (headerFormat, bool) {
+	entries := strings.Split(format, sep)
+	if len(entries) != 2 {
+		return headerFormat{}, false
+	}
+	f := headerFormat{separator: sep}
+	for _, e := range entries {
+		key, value, ok := strings.Cut(e, "=")
+		switch {
+		case !ok || key == "":
+		case value == "{timestamp}":
+			f.timestampKey = key
+		case value == "{signature}":
+			f.signatureKey = key
+		}
+	}
+	return f, f.timestampKey != "" && f.signatureKey != "" && f.timestampKey != f.signatureKey
 }
 
 // maxSignatureEntries bounds the signature entries read from one header, so a
@@ -161,7 +166,8 @@ type parsedSignature struct {
 // list are skipped, as the senders' SDKs skip them; a bare signature that
 // does not decode is an error.
 func parseSignature(value string, f headerFormat, prefix string, enc preset.Encoding, size int) (parsedSignature, error) {
-	if f.separator == "" {
+	switch {
+	case f.separator == "":
 		encoded, ok := strings.CutPrefix(value, prefix)
 		if !ok {
 			return parsedSignature{}, fmt.Errorf("%w: signature does not start with %q", ErrInvalidHeader, prefix)
@@ -171,45 +177,49 @@ func parseSignature(value string, f headerFormat, prefix string, enc preset.Enco
 			return parsedSignature{}, fmt.Errorf("%w: signature is not a %s MAC of %d bytes", ErrInvalidHeader, enc, size)
 		}
 		return parsedSignature{signatures: [][]byte{sig}}, nil
+	case f.version != "":
+		return parseVersioned(value, f, prefix, enc, size)
 	}
+	return parseKeyed(value, f, prefix, enc, size)
+}
+
+// parseVersioned reads a Standard Webhooks list, "v1,<sig> v1,<sig>
+// v1a,<sig>": another version or an entry that does not decode is a
+// non-match.
+func parseVersioned(value string, f headerFormat, prefix string, enc preset.Encoding, size int) (parsedSignature, error) {
 	var out parsedSignature
-	if f.version != "" {
-		// Standard Webhooks: "v1,<sig> v1,<sig> v1a,<sig>"; another version
-		// or an entry that does not decode is a non-match.
-		for entry := range strings.SplitSeq(value, f.separator) {
-			version, encoded, ok := strings.Cut(entry, ",")
-			if !ok || version != f.version || len(out.signatures) == maxSignatureEntries {
-				continue
-			}
-			if sig, ok := decodeSignature(strings.TrimPrefix(encoded, prefix), enc, size); ok {
-				out.signatures = append(out.signatures, sig)
-			}
-		}
-		if len(out.signatures) == 0 {
-			return parsedSignature{}, fmt.Errorf("%w: no well-formed %s entry", ErrNoValidSignature, f.version)
-		}
-		return out, nil
-	}
 	for entry := range strings.SplitSeq(value, f.separator) {
-		// Every element is key=value, as stripe-go's parser requires; an
-		// unknown key is ignored, a second timestamp is an error.
-		key, val, ok := strings.Cut(entry, "=")
-		if !ok || key == "" {
-			return parsedSignature{}, fmt.Errorf("%w: element %s is not key=value", ErrInvalidHeader, quote(entry))
+		version, encoded, ok := strings.Cut(entry, ",")
+		if !ok || version != f.version || len(out.signatures) == maxSignatureEntries {
+			continue
 		}
-		switch key {
-		case f.timestampKey:
-			if out.timestamp != "" {
-				return parsedSignature{}, fmt.Errorf("%w: more than one %s=", ErrInvalidHeader, f.timestampKey)
-			}
-			if val == "" {
-				return parsedSignature{}, fmt.Errorf("%w: empty %s=", ErrInvalidHeader, f.timestampKey)
-			}
+		if sig, ok := decodeSignature(strings.TrimPrefix(encoded, prefix), enc, size); ok {
+			out.signatures = append(out.signatures, sig)
+		}
+	}
+	if len(out.signatures) == 0 {
+		return parsedSignature{}, fmt.Errorf("%w: no well-formed %s entry", ErrNoValidSignature, f.version)
+	}
+	return out, nil
+}
+
+// parseKeyed reads a keyed list such as "t=<ts>,v1=<sig>,v1=<sig>": every
+// element is key=value, as stripe-go's parser requires; an unknown key is
+// ignored, a second timestamp is an error.
+func parseKeyed(value string, f headerFormat, prefix string, enc preset.Encoding, size int) (parsedSignature, error) {
+	var out parsedSignature
+	for entry := range strings.SplitSeq(value, f.separator) {
+		key, val, ok := strings.Cut(entry, "=")
+		switch {
+		case !ok || key == "":
+			return parsedSignature{}, fmt.Errorf("%w: element %s is not key=value", ErrInvalidHeader, quote(entry))
+		case key == f.timestampKey && out.timestamp != "":
+			return parsedSignature{}, fmt.Errorf("%w: more than one %s=", ErrInvalidHeader, f.timestampKey)
+		case key == f.timestampKey && val == "":
+			return parsedSignature{}, fmt.Errorf("%w: empty %s=", ErrInvalidHeader, f.timestampKey)
+		case key == f.timestampKey:
 			out.timestamp = val
-		case f.signatureKey:
-			if len(out.signatures) == maxSignatureEntries {
-				continue
-			}
+		case key == f.signatureKey && len(out.signatures) < maxSignatureEntries:
 			if sig, ok := decodeSignature(strings.TrimPrefix(val, prefix), enc, size); ok {
 				out.signatures = append(out.signatures, sig)
 			}

@@ -117,6 +117,28 @@ func validatePreset(p preset.Preset) error {
 
 // validateFamily checks what p's family needs.
 func validateFamily(p preset.Preset) error {
+	if err := validateAlgorithm(p); err != nil {
+		return err
+	}
+	if p.AllowLegacySignatures && p.Legacy.SignatureHeader == "" {
+		return errors.New("the sender has no legacy signatures to allow")
+	}
+	if p.Family != preset.FamilyBodySignature && p.Family != preset.FamilyItemHMAC && p.SignatureHeader == "" {
+		return errors.New("no signature header")
+	}
+	need := map[preset.Family]string{
+		preset.FamilyTimestampHMAC: "{timestamp}",
+		preset.FamilyMessageHMAC:   "{id}",
+		preset.FamilyURLHMAC:       "{url}",
+	}
+	if ph, ok := need[p.Family]; ok && !strings.Contains(p.Layout, ph) {
+		return fmt.Errorf("a %s layout must contain %s", p.Family, ph)
+	}
+	return nil
+}
+
+// validateAlgorithm checks that p's algorithm and encoding suit its family.
+func validateAlgorithm(p preset.Preset) error {
 	switch p.Family {
 	case preset.FamilyBodyHMAC, preset.FamilyTimestampHMAC, preset.FamilyMessageHMAC, preset.FamilyURLHMAC:
 		if !slices.Contains([]preset.Algorithm{preset.SHA1, preset.SHA256, preset.SHA512}, p.Algorithm) {
@@ -141,20 +163,6 @@ func validateFamily(p preset.Preset) error {
 	default:
 		return fmt.Errorf("unknown family %q", p.Family)
 	}
-	if p.AllowLegacySignatures && p.Legacy.SignatureHeader == "" {
-		return errors.New("the sender has no legacy signatures to allow")
-	}
-	if p.Family != preset.FamilyBodySignature && p.Family != preset.FamilyItemHMAC && p.SignatureHeader == "" {
-		return errors.New("no signature header")
-	}
-	need := map[preset.Family]string{
-		preset.FamilyTimestampHMAC: "{timestamp}",
-		preset.FamilyMessageHMAC:   "{id}",
-		preset.FamilyURLHMAC:       "{url}",
-	}
-	if ph, ok := need[p.Family]; ok && !strings.Contains(p.Layout, ph) {
-		return fmt.Errorf("a %s layout must contain %s", p.Family, ph)
-	}
 	return nil
 }
 
@@ -163,20 +171,22 @@ func validateFamily(p preset.Preset) error {
 // result expired must be too old to verify.
 func validateSources(p preset.Preset) error {
 	signsTimestamp := p.TimestampHeader != "" || p.TimestampField != "" || strings.Contains(p.HeaderFormat, "{timestamp}")
-	switch {
-	case strings.Contains(p.Layout, "{id}") && p.IDHeader == "":
-		return errors.New("layout has {id} but no id header is named")
-	case strings.Contains(p.Layout, "{timestamp}") && !signsTimestamp:
-		return errors.New("layout has {timestamp} but the timestamp has no source")
-	case p.Tolerance > 0 && !signsTimestamp:
-		return errors.New("a tolerance needs a signed timestamp")
-	case p.EventID.Header != "" && (p.EventID.Header != p.IDHeader || !strings.Contains(p.Layout, "{id}")):
-		return errors.New("an event id header must be the signed id header")
-	case p.Family == preset.FamilyToken && p.EventID.Field != "":
-		return errors.New("a token signs no body field; take the event id from the digest")
-	case p.ResultTTL <= 0:
-		return errors.New("no retention")
-	case p.Tolerance >= p.ResultTTL:
+	for _, rule := range []struct {
+		broken bool
+		why    string
+	}{
+		{strings.Contains(p.Layout, "{id}") && p.IDHeader == "", "layout has {id} but no id header is named"},
+		{strings.Contains(p.Layout, "{timestamp}") && !signsTimestamp, "layout has {timestamp} but the timestamp has no source"},
+		{p.Tolerance > 0 && !signsTimestamp, "a tolerance needs a signed timestamp"},
+		{p.EventID.Header != "" && (p.EventID.Header != p.IDHeader || !strings.Contains(p.Layout, "{id}")), "an event id header must be the signed id header"},
+		{p.Family == preset.FamilyToken && p.EventID.Field != "", "a token signs no body field; take the event id from the digest"},
+		{p.ResultTTL <= 0, "no retention"},
+	} {
+		if rule.broken {
+			return errors.New(rule.why)
+		}
+	}
+	if p.Tolerance >= p.ResultTTL {
 		return fmt.Errorf("retention %s does not exceed tolerance %s", p.ResultTTL, p.Tolerance)
 	}
 	return nil

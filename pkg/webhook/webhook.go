@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -194,6 +193,3 @@ func Names() []string { return preset.Names() }
 // It is deterministic, so local tools can sign with it; a deployment must
 // never accept it.
 func DevSecret(name string) string { return preset.DevSecret(name) }
-
-// names is Names for error messages.
-func names() string { return strings.Join(slices.Concat(Names(), []string{preset.HMACName}), ", ") }

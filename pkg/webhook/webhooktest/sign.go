@@ -98,18 +98,9 @@ func sign(p preset.Preset, secret string, r webhook.Request) (webhook.Request, e
 	if err != nil {
 		return webhook.Request{}, err
 	}
-	var sig []byte
-	switch p.Family {
-	case preset.FamilyPublicKey:
-		if sig, err = signPublicKey(p.Algorithm, secret, content); err != nil {
-			return webhook.Request{}, err
-		}
-	default:
-		key, err := hmacKey(p.SecretFormat, secret)
-		if err != nil {
-			return webhook.Request{}, err
-		}
-		sig = mac(signatureAlgorithm(p, out.Header), key, content)
+	sig, err := signature(p, secret, content, signatureAlgorithm(p, out.Header))
+	if err != nil {
+		return webhook.Request{}, err
 	}
 	encoded := p.Prefix + encode(p.Encoding, sig)
 	if p.HeaderFormat != "" && p.HeaderFormat != "{signature}" {
@@ -117,6 +108,18 @@ func sign(p preset.Preset, secret string, r webhook.Request) (webhook.Request, e
 	}
 	out.Header.Set(p.SignatureHeader, encoded)
 	return out, nil
+}
+
+// signature signs content as p's sender does: a public-key signature, or an HMAC with alg.
+func signature(p preset.Preset, secret string, content []byte, alg preset.Algorithm) ([]byte, error) {
+	if p.Family == preset.FamilyPublicKey {
+		return signPublicKey(p.Algorithm, secret, content)
+	}
+	key, err := hmacKey(p.SecretFormat, secret)
+	if err != nil {
+		return nil, err
+	}
+	return mac(alg, key, content), nil
 }
 
 // hmacKey is the HMAC key a sender holding secret signs with.

@@ -19,6 +19,7 @@ import (
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 )
 
+// Cyclomatic over 15: one delivery and its retries checked for status, receipt, sink and keys.
 func TestFirstDeliveryIsForwardedOnceAndRetriesAreReplayed(t *testing.T) {
 	forEachProvider(t, func(t *testing.T, pc providerCase) {
 		hs := newHarness(t, pc.name, harnessConfig{})

@@ -17,11 +17,12 @@
 //	signature headers missing                        401     missing_signature           no
 //	signature malformed or not matching any secret   401     invalid_signature           no
 //	signed timestamp outside the tolerance           401     timestamp_out_of_tolerance  no
-//	body not the provider's JSON                     400     invalid_payload             no
+//	body not the provider's JSON (or, for any        400     invalid_payload             no
+//	provider, not one JSON document)
 //	no event id (dedupe key)                         400     missing_event_id            no
 //	event id unusable as a key (too long, control)   400     invalid_event_id            no
 //	endpoint handshake (Slack url_verification,      200     as the sender documents     no
-//	Discord PING, Zoom endpoint.url_validation,
+//	Discord PING, Zoom endpoint.url_validation,              (logged as outcome handshake)
 //	Twitch challenge, WooCommerce ping, Intercom
 //	ping) or Slack's app_rate_limited notice
 //	first delivery, forwarded                        200     {"received": true, "id", "delivery_id", "type"}
@@ -40,8 +41,8 @@
 // event id, or, where the signature does not cover the sender's id, a digest of the signed
 // content. A signed body seen before is therefore a replay (or, for a signed id with another
 // payload, a mismatch) whatever unsigned delivery id or event type comes with it; the sink event
-// names those unsigned fields, and delivery_id appears in the receipt only for senders whose
-// delivery id is unsigned.
+// names those unsigned fields, and delivery_id appears in the receipt and in the request's log
+// line only for senders whose delivery id is unsigned.
 // Errors and ids reach the request's log line bounded by obs.LogRequest.
 //
 // When the event was forwarded but its result could not be stored (the claim expired, or
@@ -147,33 +148,9 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	}
 	logger := obs.NewLogger(o.logOut, s.level, s.function)
 
-	// The AWS configuration is loaded only for a client that needs it, and shared with
-	// redisconn; loading it makes no network call.
-	var awsCfg *aws.Config
-	secrets, secretVar := o.secrets, EnvSecret
-	switch {
-	case o.secretsSet:
-	case s.secretARN != "":
-		secretVar = EnvSecretARN
-		client := o.secretsClient
-		if client == nil {
-			cfg, err := awsconfig.LoadDefaultConfig(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", &setting.Error{Var: EnvSecretARN, Reason: "cannot load the AWS configuration"}, err)
-			}
-			awsCfg = &cfg
-			// NewFromConfig honours AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL.
-			client = secretsmanager.NewFromConfig(cfg)
-		}
-		if secrets, err = readSecret(ctx, client, s.secretARN); err != nil {
-			return nil, err
-		}
-	case len(s.secrets) > 0:
-		secrets = s.secrets
-	default:
-		secrets = []string{webhook.DevSecret(s.provider)}
-		logger.Warn("no "+EnvSecret+" or "+EnvSecretARN+" outside Lambda: accepting deliveries signed with the development secret",
-			"provider", s.provider, "dev_secret", secrets[0])
+	secrets, secretVar, awsCfg, err := resolveSecrets(ctx, s, o, logger)
+	if err != nil {
+		return nil, err
 	}
 	if !o.secretsSet {
 		if err := refuseDevSecrets(s, secrets, secretVar); err != nil {
@@ -218,6 +195,37 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	logger.Debug("webhook handler ready", "provider", h.name, "route", h.route,
 		"secrets", len(secrets), "max_body", h.maxBody)
 	return h, nil
+}
+
+// resolveSecrets returns the signing secrets and the variable they come from: WithSecrets, the
+// Secrets Manager secret of EnvSecretARN (read once, through a client that honours
+// AWS_ENDPOINT_URL_SECRETS_MANAGER), EnvSecret, or outside Lambda the development secret. It
+// returns the AWS configuration it loaded, if any, for redisconn to share.
+func resolveSecrets(ctx context.Context, s settings, o options, logger *slog.Logger) ([]string, string, *aws.Config, error) {
+	switch {
+	case o.secretsSet:
+		return o.secrets, EnvSecret, nil, nil
+	case s.secretARN != "":
+		var awsCfg *aws.Config
+		client := o.secretsClient
+		if client == nil {
+			// Loading the configuration makes no network call.
+			cfg, err := awsconfig.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, "", nil, fmt.Errorf("%w: %w", &setting.Error{Var: EnvSecretARN, Reason: "cannot load the AWS configuration"}, err)
+			}
+			awsCfg = &cfg
+			client = secretsmanager.NewFromConfig(cfg)
+		}
+		secrets, err := readSecret(ctx, client, s.secretARN)
+		return secrets, EnvSecretARN, awsCfg, err
+	case len(s.secrets) > 0:
+		return s.secrets, EnvSecret, nil, nil
+	}
+	secrets := []string{webhook.DevSecret(s.provider)}
+	logger.Warn("no "+EnvSecret+" or "+EnvSecretARN+" outside Lambda: accepting deliveries signed with the development secret",
+		"provider", s.provider, "dev_secret", secrets[0])
+	return secrets, EnvSecret, nil, nil
 }
 
 // Close releases what New built: the Redis client. A client given with WithRedis is left

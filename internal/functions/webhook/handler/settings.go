@@ -104,32 +104,11 @@ func readSettings(getenv func(string) string, secretsGiven bool) (settings, erro
 		return s, err
 	}
 
-	raw := getenv(EnvSecret)
-	s.secrets = splitSecrets(raw)
-	switch {
-	case secretsGiven:
-		s.secrets, s.secretARN = nil, ""
-	case strings.TrimSpace(raw) != "" && len(s.secrets) == 0:
-		return s, &setting.Error{Var: EnvSecret, Reason: "holds no secret, only commas and spaces"}
-	case len(s.secrets) > 0 && s.secretARN != "":
-		return s, &setting.Error{Var: EnvSecret, Reason: "conflicts with " + EnvSecretARN + "; set one of them"}
-	case len(s.secrets) == 0 && s.secretARN == "" && s.insideLambda:
-		return s, &setting.Error{Var: EnvSecret, Reason: "required inside Lambda (" + redisconn.EnvRuntimeAPI + " is set): set it or " + EnvSecretARN}
+	if err := s.readSecrets(getenv, secretsGiven); err != nil {
+		return s, err
 	}
-
-	if v := get(EnvTolerance); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return s, setting.Errorf(EnvTolerance, "%q is not a positive Go duration such as 5m or 300s", v)
-		}
-		s.tolerance = d
-	}
-	if v := get(EnvMaxBody); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxBodyLimit {
-			return s, setting.Errorf(EnvMaxBody, "%q is not a number of bytes from 1 to %d", v, MaxBodyLimit)
-		}
-		s.maxBody = n
+	if err := s.readLimits(get); err != nil {
+		return s, err
 	}
 	if s.level, err = obs.LevelFromEnv(getenv); err != nil {
 		return s, err
@@ -139,6 +118,43 @@ func readSettings(getenv func(string) string, secretsGiven bool) (settings, erro
 		s.function = "webhook-" + s.provider
 	}
 	return s, nil
+}
+
+// readSecrets reads EnvSecret, checked against EnvSecretARN. With secretsGiven (WithSecrets)
+// neither is needed.
+func (s *settings) readSecrets(getenv func(string) string, secretsGiven bool) error {
+	raw := getenv(EnvSecret)
+	s.secrets = splitSecrets(raw)
+	switch {
+	case secretsGiven:
+		s.secrets, s.secretARN = nil, ""
+	case strings.TrimSpace(raw) != "" && len(s.secrets) == 0:
+		return &setting.Error{Var: EnvSecret, Reason: "holds no secret, only commas and spaces"}
+	case len(s.secrets) > 0 && s.secretARN != "":
+		return &setting.Error{Var: EnvSecret, Reason: "conflicts with " + EnvSecretARN + "; set one of them"}
+	case len(s.secrets) == 0 && s.secretARN == "" && s.insideLambda:
+		return &setting.Error{Var: EnvSecret, Reason: "required inside Lambda (" + redisconn.EnvRuntimeAPI + " is set): set it or " + EnvSecretARN}
+	}
+	return nil
+}
+
+// readLimits reads EnvTolerance and EnvMaxBody.
+func (s *settings) readLimits(get func(string) string) error {
+	if v := get(EnvTolerance); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return setting.Errorf(EnvTolerance, "%q is not a positive Go duration such as 5m or 300s", v)
+		}
+		s.tolerance = d
+	}
+	if v := get(EnvMaxBody); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxBodyLimit {
+			return setting.Errorf(EnvMaxBody, "%q is not a number of bytes from 1 to %d", v, MaxBodyLimit)
+		}
+		s.maxBody = n
+	}
+	return nil
 }
 
 // splitSecrets splits a comma-separated list, trimming spaces and skipping empty entries (a
