@@ -234,42 +234,55 @@ func parseNotificationItem(entry json.RawMessage) (notificationItem, error) {
 			return notificationItem{}, err
 		}
 	}
+	if it.fields[itemValue], it.fields[itemCurrency], err = itemAmount(obj); err != nil {
+		return notificationItem{}, err
+	}
+	if it.signature, err = itemSignature(obj); err != nil {
+		return notificationItem{}, err
+	}
+	return it, nil
+}
+
+// itemAmount reads amount.value and amount.currency.
+func itemAmount(obj map[string]json.RawMessage) (value, currency string, err error) {
 	rawAmount, ok := obj["amount"]
 	if !ok {
 		// The SDKs disagree here (Go signs "0", Node throws): refuse.
-		return notificationItem{}, fmt.Errorf("%w: no amount", ErrBadPayload)
+		return "", "", fmt.Errorf("%w: no amount", ErrBadPayload)
 	}
 	amount, err := uniqueObject(rawAmount, "amount")
 	if err != nil {
-		return notificationItem{}, err
+		return "", "", err
 	}
-	if it.fields[itemValue], err = itemInteger(amount["value"]); err != nil {
-		return notificationItem{}, err
+	if value, err = itemInteger(amount["value"]); err != nil {
+		return "", "", err
 	}
-	if it.fields[itemCurrency], err = itemString(amount["currency"], "amount.currency"); err != nil {
-		return notificationItem{}, err
-	}
+	currency, err = itemString(amount["currency"], "amount.currency")
+	return value, currency, err
+}
+
+// itemSignature reads additionalData.hmacSignature, a base64 HMAC-SHA256.
+func itemSignature(obj map[string]json.RawMessage) ([]byte, error) {
 	rawExtra, ok := obj["additionalData"]
 	if !ok {
-		return notificationItem{}, fmt.Errorf("%w: no additionalData.hmacSignature", ErrNotSigned)
+		return nil, fmt.Errorf("%w: no additionalData.hmacSignature", ErrNotSigned)
 	}
 	extra, err := uniqueObject(rawExtra, "additionalData")
 	if err != nil {
-		return notificationItem{}, err
+		return nil, err
 	}
 	encoded, err := itemString(extra["hmacSignature"], "additionalData.hmacSignature")
 	if err != nil {
-		return notificationItem{}, err
+		return nil, err
 	}
 	if encoded == "" {
-		return notificationItem{}, fmt.Errorf("%w: no additionalData.hmacSignature", ErrNotSigned)
+		return nil, fmt.Errorf("%w: no additionalData.hmacSignature", ErrNotSigned)
 	}
 	sig, ok := decodeSignature(encoded, preset.Base64, sha256.Size)
 	if !ok {
-		return notificationItem{}, fmt.Errorf("%w: additionalData.hmacSignature is not a base64 HMAC-SHA256", ErrInvalidHeader)
+		return nil, fmt.Errorf("%w: additionalData.hmacSignature is not a base64 HMAC-SHA256", ErrInvalidHeader)
 	}
-	it.signature = sig
-	return it, nil
+	return sig, nil
 }
 
 // uniqueObject decodes a JSON object whose every member has its own name

@@ -55,7 +55,7 @@ func newVerifier(p preset.Preset, secrets []string, tolerance time.Duration) (*V
 		v.tolerance = tolerance
 	}
 	var err error
-	if p.Family != preset.FamilyToken && p.Family != preset.FamilyItemHMAC {
+	if hasLayout(p) {
 		if v.layout, err = parseLayout(p.Layout); err != nil {
 			return nil, fmt.Errorf("preset %s: %w", p.Name, err)
 		}
@@ -299,4 +299,10 @@ func isSignatureError(err error) bool {
 		}
 	}
 	return false
+}
+
+// hasLayout reports whether p's signed content is a Layout: every family but
+// a token (nothing signed) and an item HMAC (fixed fields of each item).
+func hasLayout(p preset.Preset) bool {
+	return p.Family != preset.FamilyToken && p.Family != preset.FamilyItemHMAC
 }

@@ -46,47 +46,59 @@ func (h *Handler) handleItems(ctx context.Context, d webhook.Delivery) (events.A
 	// A nil run forwards the claimed items one after another, in the delivery's order.
 	outs, errs := h.guard.DoBatch(ctx, items, nil)
 
-	worst, executed, replayed, trips := -1, 0, 0, 0
-	for i, out := range outs {
-		trips = max(trips, out.RoundTrips)
-		switch out.Kind {
-		case idem.Executed, idem.ExecutedUnguarded, idem.NotStored, idem.LockLost:
-			executed++
-		case idem.Replayed:
-			replayed++
-		}
-		if itemRank(out.Kind) > 0 && (worst < 0 || itemRank(out.Kind) > itemRank(outs[worst].Kind)) {
-			worst = i
-		}
+	sum := summarize(outs)
+	if sum.worst >= 0 {
+		resp, rec := respond(outs[sum.worst], errs[sum.worst])
+		rec.ID, rec.RoundTrips = items[sum.worst].Key.ID, sum.trips
+		return resp, rec
 	}
 	id := items[0].Key.ID
 	if len(items) > 1 {
 		id += " (+" + strconv.Itoa(len(items)-1) + " more)"
-	}
-	if worst >= 0 {
-		resp, rec := respond(outs[worst], errs[worst])
-		rec.ID, rec.RoundTrips = items[worst].Key.ID, trips
-		return resp, rec
 	}
 	answer := d.Answer
 	if answer == nil {
 		answer = &webhook.Handshake{ContentType: "application/json", Body: []byte(`{"received":true}`)}
 	}
 	headers := map[string]string{"content-type": answer.ContentType}
-	rec := obs.Request{Outcome: obs.OutcomeExecuted, ID: id, RoundTrips: trips}
-	if executed == 0 && replayed > 0 {
+	rec := obs.Request{Outcome: obs.OutcomeExecuted, ID: id, RoundTrips: sum.trips}
+	if sum.executed == 0 {
 		headers[idemhttp.HeaderReplayed] = "true"
 		rec.Outcome = obs.OutcomeReplayed
 	}
-	for i, out := range outs {
+	if i := sum.notStored; i >= 0 {
 		// An item forwarded whose result is not stored is logged as respond logs it.
-		if out.Kind == idem.NotStored || out.Kind == idem.LockLost {
-			_, r := respond(out, errs[i])
-			rec.Outcome, rec.Reason, rec.Err = r.Outcome, r.Reason, fmt.Errorf("item %s: %w", items[i].Key.ID, r.Err)
-			break
-		}
+		_, r := respond(outs[i], errs[i])
+		rec.Outcome, rec.Reason, rec.Err = r.Outcome, r.Reason, fmt.Errorf("item %s: %w", items[i].Key.ID, r.Err)
 	}
 	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Headers: headers, Body: string(answer.Body)}, rec
+}
+
+// itemsSummary is what the outcomes of a delivery's items add up to.
+type itemsSummary struct {
+	worst     int // the item whose refusal answers the delivery, or -1
+	notStored int // an item forwarded whose result is not stored, or -1
+	executed  int // the items forwarded now
+	trips     int // the batch's round trips
+}
+
+// summarize adds up the items' outcomes.
+func summarize(outs []idem.Outcome) itemsSummary {
+	sum := itemsSummary{worst: -1, notStored: -1}
+	for i, out := range outs {
+		sum.trips = max(sum.trips, out.RoundTrips)
+		switch out.Kind {
+		case idem.NotStored, idem.LockLost:
+			sum.notStored = i
+			sum.executed++
+		case idem.Executed, idem.ExecutedUnguarded:
+			sum.executed++
+		}
+		if r := itemRank(out.Kind); r > 0 && (sum.worst < 0 || r > itemRank(outs[sum.worst].Kind)) {
+			sum.worst = i
+		}
+	}
+	return sum
 }
 
 // itemRank orders the outcomes that refuse a delivery of several events, the one the sender
