@@ -163,8 +163,8 @@ func TestIntercomPingAndSlackRateLimitNoticeAreAnsweredWithoutExecution(t *testi
 				t.Fatalf("%d Redis commands, %d sink calls; want none", n, hs.sink.attempts())
 			}
 			for _, line := range hs.logs.requests(t) {
-				if line["reason"] != tc.kind {
-					t.Errorf("log line %v, want reason %s", line, tc.kind)
+				if line["reason"] != tc.kind || line["outcome"] != "handshake" {
+					t.Errorf("log line %v, want outcome handshake, reason %s", line, tc.kind)
 				}
 			}
 			// Unsigned: refused, as any delivery.
