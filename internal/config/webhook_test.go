@@ -76,7 +76,7 @@ func TestHMACToleranceMustBeBelowTheRetention(t *testing.T) {
 		config.HMACToleranceSetting: "2h", config.HMACResultTTLSetting: "1h",
 	}))
 	var se *setting.Error
-	if !errors.As(err, &se) || (se.Var != config.HMACToleranceSetting && se.Var != config.HMACLayoutSetting) {
+	if !errors.As(err, &se) || se.Var != config.HMACToleranceSetting {
 		t.Fatalf("tolerance over the retention: %v", err)
 	}
 }

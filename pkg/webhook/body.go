@@ -91,7 +91,10 @@ func splitPaths(fields string) []string {
 
 // member is a member of the document's top-level object.
 type member struct {
-	name string
+	// name is the member's name as written between its quotes, or decoded
+	// when it holds escapes; it aliases the body, so keeping it costs no
+	// allocation.
+	name []byte
 	// start and end delimit the member (name to value) in document.compact
 	// when it is kept, else in document.raw; value starts the value.
 	start, value, end int
@@ -161,7 +164,7 @@ func (d *document) scalar(path string, textOnly bool) (string, error) {
 
 // member returns the top-level member called name.
 func (d *document) member(name string) (member, bool) {
-	i := slices.IndexFunc(d.top, func(m member) bool { return m.name == name })
+	i := slices.IndexFunc(d.top, func(m member) bool { return string(m.name) == name })
 	if i < 0 {
 		return member{}, false
 	}
@@ -170,7 +173,7 @@ func (d *document) member(name string) (member, bool) {
 
 // scanJSON reads body in one pass as plan says.
 func scanJSON(body []byte, plan bodyPlan) *document {
-	s := scanner{in: body, doc: &document{raw: body}, compact: plan.compact}
+	s := scanner{in: body, doc: &document{raw: body, top: make([]member, 0, 16)}, compact: plan.compact}
 	if plan.compact {
 		s.out = make([]byte, 0, len(body))
 	}
@@ -320,7 +323,11 @@ func (s *scanner) member(depth int, node *pathNode, path string, top bool) error
 		s.record(childPath, s.in[from:s.pos])
 	}
 	if top {
-		s.topMember(member{name: nameOf(raw, decoded), start: start, value: valueAt, end: s.offset()})
+		name := raw
+		if decoded != nil {
+			name = []byte(*decoded)
+		}
+		s.topMember(member{name: name, start: start, value: valueAt, end: s.offset()})
 	}
 	return nil
 }
@@ -339,7 +346,7 @@ func (s *scanner) record(path string, raw []byte) {
 
 // topMember keeps a top-level member, noting a name given twice.
 func (s *scanner) topMember(m member) {
-	if !s.doc.duplicate && slices.ContainsFunc(s.doc.top, func(o member) bool { return o.name == m.name }) {
+	if !s.doc.duplicate && slices.ContainsFunc(s.doc.top, func(o member) bool { return bytes.Equal(o.name, m.name) }) {
 		s.doc.duplicate = true
 	}
 	s.doc.top = append(s.doc.top, m)
@@ -387,6 +394,12 @@ func (s *scanner) str() (bool, error) {
 	s.pos++
 	escaped := false
 	for s.pos < len(s.in) {
+		for s.pos < len(s.in) && plainStringByte[s.in[s.pos]] {
+			s.pos++
+		}
+		if s.pos == len(s.in) {
+			break
+		}
 		c := s.in[s.pos]
 		switch {
 		case c == '"':
@@ -411,6 +424,15 @@ func (s *scanner) str() (bool, error) {
 	}
 	return false, s.fail("unterminated string")
 }
+
+// plainStringByte marks the bytes a string holds as they are: printable
+// ASCII other than the quote and the backslash.
+var plainStringByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // escape scans one escape sequence of a string.
 func (s *scanner) escape() error {

@@ -200,6 +200,9 @@ func hmacWindow(cfg HMACConfig, p *preset.Preset, signsTimestamp bool) error {
 	case signsTimestamp:
 		p.Tolerance = cmp.Or(cfg.Tolerance, DefaultTolerance)
 	}
+	if p.Tolerance >= p.ResultTTL {
+		return configErr("Tolerance", "%s is not below the retention (ResultTTL %s): a delivery replayed after its result expired would still verify", p.Tolerance, p.ResultTTL)
+	}
 	return nil
 }
 

@@ -102,7 +102,7 @@ func renderLayout(parts []layoutPart, vals signedValues) []byte {
 	return out
 }
 
-// headerFormat is a parsed preset.Preset.HeaderFormat. A zero value is a bare
+// headerFormat is a parsed Preset.HeaderFormat. A zero value is a bare
 // signature.
 type headerFormat struct {
 	// version, set for a versioned list ("v1,{signature}"), is the version
@@ -536,7 +536,7 @@ var reservedDecoder = func() *strings.Replacer {
 }()
 
 // decodeReservedURL returns rawURL with the percent-encodings of
-// : / ? @ ! $ ' ( ) * , ; decoded: the URL HubSpot signs (preset.Preset.URLDecodeReserved).
+// : / ? @ ! $ ' ( ) * , ; decoded: the URL HubSpot signs (Preset.URLDecodeReserved).
 func decodeReservedURL(rawURL string) string { return reservedDecoder.Replace(rawURL) }
 
 // urlWithoutPort is rawURL without an explicit port.

@@ -32,6 +32,8 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 		{"tolerance not a duration", map[string]string{EnvTolerance: "5 minutes"}, nil, EnvTolerance, true},
 		{"negative tolerance", map[string]string{EnvTolerance: "-5m"}, nil, EnvTolerance, true},
 		{"zero tolerance", map[string]string{EnvTolerance: "0s"}, nil, EnvTolerance, true},
+		{"tolerance as long as the retention", map[string]string{EnvTolerance: "96h"}, nil, EnvTolerance, true},
+		{"hmac without its header", map[string]string{EnvProvider: "hmac"}, nil, "WEBHOOK_HMAC_HEADER", true},
 		{"body limit with a unit", map[string]string{EnvMaxBody: "1MB"}, nil, EnvMaxBody, true},
 		{"body limit over Lambda's", map[string]string{EnvMaxBody: "7340032"}, nil, EnvMaxBody, true},
 		{"log level", map[string]string{"LOG_LEVEL": "loud"}, nil, "LOG_LEVEL", true},
