@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -285,34 +286,35 @@ func itemSignature(obj map[string]json.RawMessage) ([]byte, error) {
 	return sig, nil
 }
 
-// uniqueObject decodes a JSON object whose every member has its own name
-// (as parsers see names: "id" and "\u0069d" are one).
+// uniqueObject decodes a JSON object whose every member has its own name (as
+// parsers see names: "id" and "\u0069d" are one), in one pass.
 func uniqueObject(raw []byte, what string) (map[string]json.RawMessage, error) {
-	trimmed := bytes.TrimLeft(raw, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
+	bad := func(err error) error { return fmt.Errorf("%w: %s: %s", ErrBadPayload, what, quote(err.Error())) }
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, fmt.Errorf("%w: %s is not a JSON object", ErrBadPayload, what)
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, fmt.Errorf("%w: %s: %s", ErrBadPayload, what, quote(err.Error()))
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil { // the opening brace
-		return nil, fmt.Errorf("%w: %s: %s", ErrBadPayload, what, quote(err.Error()))
-	}
-	members := 0
+	obj := map[string]json.RawMessage{}
 	for dec.More() {
-		var skip json.RawMessage
-		if _, err := dec.Token(); err != nil {
-			return nil, fmt.Errorf("%w: %s: %s", ErrBadPayload, what, quote(err.Error()))
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, bad(err)
 		}
-		if err := dec.Decode(&skip); err != nil {
-			return nil, fmt.Errorf("%w: %s: %s", ErrBadPayload, what, quote(err.Error()))
+		name, _ := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, bad(err)
 		}
-		members++
+		if _, dup := obj[name]; dup {
+			return nil, fmt.Errorf("%w: %s names a member more than once", ErrBadPayload, what)
+		}
+		obj[name] = val
 	}
-	if members != len(obj) {
-		return nil, fmt.Errorf("%w: %s names a member more than once", ErrBadPayload, what)
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, bad(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: %s is followed by more data", ErrBadPayload, what)
 	}
 	return obj, nil
 }

@@ -118,3 +118,15 @@ func TestAdyenDeliveryWithOneBadItemIsRefusedWhole(t *testing.T) {
 		t.Errorf("NewVerifier(not hex) = %v, want ErrInvalidSecret", err)
 	}
 }
+
+// BenchmarkVerifyAdyenNotification verifies the two-item test notification.
+func BenchmarkVerifyAdyenNotification(b *testing.B) {
+	v := presetVerifier(b, "adyen", adyenKey)
+	r := adyenRequest(readFixture(b, "sdk/adyen_items.json"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.Verify(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
