@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -147,12 +148,6 @@ type Request struct {
 	Err error
 }
 
-// emfMetadata is the "_aws" member of an EMF document.
-type emfMetadata struct {
-	Timestamp         int64          `json:"Timestamp"`
-	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
-}
-
 type emfDirective struct {
 	Namespace  string      `json:"Namespace"`
 	Dimensions [][]string  `json:"Dimensions"`
@@ -162,6 +157,34 @@ type emfDirective struct {
 type emfMetric struct {
 	Name string `json:"Name"`
 	Unit string `json:"Unit"`
+}
+
+// emfDirectives is the constant part of every line's "_aws" member, encoded once.
+var emfDirectives = func() []byte {
+	b, err := json.Marshal([]emfDirective{{
+		Namespace:  Namespace,
+		Dimensions: [][]string{{"function", "outcome"}},
+		Metrics:    emfMetrics,
+	}})
+	if err != nil {
+		panic("obs: encode the EMF directives: " + err.Error())
+	}
+	return b
+}()
+
+// emfDocument is the "_aws" member of an EMF document written at the Unix millisecond it
+// holds, {"Timestamp": ..., "CloudWatchMetrics": [...]}, its constant part encoded once
+// rather than on every request.
+type emfDocument int64
+
+// MarshalJSON writes {"Timestamp":...,"CloudWatchMetrics":[...]}.
+func (ts emfDocument) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(emfDirectives)+48)
+	b = append(b, `{"Timestamp":`...)
+	b = strconv.AppendInt(b, int64(ts), 10)
+	b = append(b, `,"CloudWatchMetrics":`...)
+	b = append(b, emfDirectives...)
+	return append(b, '}'), nil
 }
 
 var emfMetrics = []emfMetric{
@@ -271,14 +294,7 @@ func LogRequest(ctx context.Context, l *slog.Logger, r Request) {
 	now := time.Now()
 	attrs = append(attrs,
 		slog.Int("requests", 1),
-		slog.Any("_aws", emfMetadata{
-			Timestamp: now.UnixMilli(),
-			CloudWatchMetrics: []emfDirective{{
-				Namespace:  Namespace,
-				Dimensions: [][]string{{"function", "outcome"}},
-				Metrics:    emfMetrics,
-			}},
-		}),
+		slog.Any("_aws", emfDocument(now.UnixMilli())),
 	)
 
 	level := slog.LevelInfo

@@ -280,7 +280,8 @@ func readsBody(p preset.Preset) bool {
 // JSON object of its parameters (a repeated name's values as an array).
 func (v *Verifier) parse(r Request) *document {
 	p := v.preset
-	form := isForm(v.header(r.Header, "content-type"))
+	readsForm := p.FormPayloadField != "" || layoutUses(v.layout, phForm)
+	form := readsForm && isForm(v.header(r.Header, "content-type"))
 	switch {
 	case form && p.FormPayloadField != "":
 		values, err := url.ParseQuery(string(r.Body))
