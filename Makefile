@@ -92,9 +92,11 @@ cyclo:
 bench: deps
 	$(GO) test -c -o bin/idem.test ./pkg/idem
 	$(GO) test -c -o bin/idemsqs.test ./pkg/idem/idemsqs
+	$(GO) test -c -o bin/webhookhandler.test ./internal/functions/webhook/handler
 	rm -f bench.txt; for i in $$(seq $(BENCH_COUNT)); do \
 	  (cd pkg/idem && ../../bin/idem.test -test.run '^$$' -test.bench . -test.benchmem) | grep -v '^redis:' | tee -a bench.txt; \
 	  (cd pkg/idem/idemsqs && ../../../bin/idemsqs.test -test.run '^$$' -test.bench . -test.benchmem) | grep -v '^redis:' | tee -a bench.txt; \
+	  (cd internal/functions/webhook/handler && ../../../../bin/webhookhandler.test -test.run '^$$' -test.bench Webhook -test.benchmem) | grep -v '^redis:' | tee -a bench.txt; \
 	done
 	$(GO) run $(BENCHSTAT) bench.txt
 	cd bench && $(GO) run ./benchreport ../bench.txt

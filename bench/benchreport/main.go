@@ -26,35 +26,43 @@ import (
 type path struct {
 	name, bench, floor string
 	budget             float64
+	// maxAllocs, when positive, bounds the path's median allocations per operation.
+	maxAllocs float64
 	// optional paths are left out when their results are missing (a run of only some
 	// benchmarks).
 	optional bool
 }
 
 var paths = []path{
-	{"first execution", "FirstExecution", "FloorSetNX", 2.4, false},
-	{"replay", "Replay", "FloorGet", 1.3, false},
-	{"in-progress duplicate", "InProgress", "FloorGet", 1.3, false},
-	{"first execution vs hand-written SET NX + minimal Lua CAS", "FirstExecution", "FloorClaimAndScript", 0, false},
+	// The webhook function's request path (decode, verify, parse once, claim, forward, log) for a
+	// 2 KB Stripe delivery, against the core's Do on the same server in the same round.
+	{name: "webhook: first 2 KB Stripe delivery vs the core's first execution", bench: "WebhookStripeFirst", floor: "WebhookCoreFirst", budget: 1.3, maxAllocs: 150, optional: true},
+	{name: "webhook: replayed 2 KB Stripe delivery vs the core's replay", bench: "WebhookStripeReplay", floor: "WebhookCoreReplay", budget: 2.0, maxAllocs: 150, optional: true},
+	{name: "webhook core: first execution", bench: "WebhookCoreFirst", floor: "WebhookCoreFirst", optional: true},
+	{name: "webhook core: replay", bench: "WebhookCoreReplay", floor: "WebhookCoreReplay", optional: true},
+	{"first execution", "FirstExecution", "FloorSetNX", 2.4, 0, false},
+	{"replay", "Replay", "FloorGet", 1.3, 0, false},
+	{"in-progress duplicate", "InProgress", "FloorGet", 1.3, 0, false},
+	{"first execution vs hand-written SET NX + minimal Lua CAS", "FirstExecution", "FloorClaimAndScript", 0, 0, false},
+	{"batch of 10 first deliveries vs one bare SET NX", "BatchFirstDelivery10", "FloorSetNX", 0, 0, true},
+	{"batch of 10 first deliveries vs hand-written pipelined SET NX + Lua CAS", "BatchFirstDelivery10", "FloorBatchClaimAndScript10", 0, 0, true},
+	{"SQS batch of 10 new records (idemsqs) vs one bare SET NX", "SQSBatch10", "FloorSetNX", 3.0, 0, true},
+	{"floor: bare SET NX", "FloorSetNX", "FloorSetNX", 0, 0, false},
+	{"floor: SET NX + minimal Lua CAS", "FloorClaimAndScript", "FloorClaimAndScript", 0, 0, false},
+	{"floor: 10 SET NX + 10 Lua CAS, 2 pipelines", "FloorBatchClaimAndScript10", "FloorBatchClaimAndScript10", 0, 0, true},
+	{"floor: bare GET", "FloorGet", "FloorGet", 0, 0, false},
 	// WithFencing: the claim is one script call (claim and token); its floor is one hand-written
 	// EVALSHA doing the same work, then the minimal Lua CAS.
-	{"fenced first execution vs hand-written fenced claim script + minimal Lua CAS", "FencedFirstExecution", "FloorFencedClaimAndScript", 1.2, true},
-	{"batch of 10 first deliveries vs one bare SET NX", "BatchFirstDelivery10", "FloorSetNX", 0, true},
-	{"batch of 10 first deliveries vs hand-written pipelined SET NX + Lua CAS", "BatchFirstDelivery10", "FloorBatchClaimAndScript10", 0, true},
-	{"SQS batch of 10 new records (idemsqs) vs one bare SET NX", "SQSBatch10", "FloorSetNX", 3.0, true},
+	{"fenced first execution vs hand-written fenced claim script + minimal Lua CAS", "FencedFirstExecution", "FloorFencedClaimAndScript", 1.2, 0, true},
 	// Replica acknowledgement (IDEM_MIN_REPLICAS=1): the WAIT in the claim's round trip, against
 	// the default path; no budget, it is an option.
-	{"first execution with WAIT for 1 replica vs first execution", "FirstExecutionMinReplicas1", "FirstExecution", 0, true},
-	{"floor: bare SET NX", "FloorSetNX", "FloorSetNX", 0, false},
-	{"floor: SET NX + minimal Lua CAS", "FloorClaimAndScript", "FloorClaimAndScript", 0, false},
-	{"floor: 10 SET NX + 10 Lua CAS, 2 pipelines", "FloorBatchClaimAndScript10", "FloorBatchClaimAndScript10", 0, true},
-	{"floor: bare GET", "FloorGet", "FloorGet", 0, false},
-	{"floor: fenced claim script + minimal Lua CAS", "FloorFencedClaimAndScript", "FloorFencedClaimAndScript", 0, true},
+	{"first execution with WAIT for 1 replica vs first execution", "FirstExecutionMinReplicas1", "FirstExecution", 0, 0, true},
+	{"floor: fenced claim script + minimal Lua CAS", "FloorFencedClaimAndScript", "FloorFencedClaimAndScript", 0, 0, true},
 	// The same batches and floor through a proxy adding 100 µs to each direction of a round trip
 	// (a network like that between Lambda and ElastiCache in one VPC), beside the loopback rows.
-	{"VPC proxy: batch of 10 first deliveries vs one bare SET NX", "VPCBatchFirstDelivery10", "VPCFloorSetNX", 0, true},
-	{"VPC proxy: SQS batch of 10 new records (idemsqs) vs one bare SET NX", "VPCSQSBatch10", "VPCFloorSetNX", 0, true},
-	{"VPC proxy floor: bare SET NX", "VPCFloorSetNX", "VPCFloorSetNX", 0, true},
+	{"VPC proxy: batch of 10 first deliveries vs one bare SET NX", "VPCBatchFirstDelivery10", "VPCFloorSetNX", 0, 0, true},
+	{"VPC proxy: SQS batch of 10 new records (idemsqs) vs one bare SET NX", "VPCSQSBatch10", "VPCFloorSetNX", 0, 0, true},
+	{"VPC proxy floor: bare SET NX", "VPCFloorSetNX", "VPCFloorSetNX", 0, 0, true},
 }
 
 func main() {
@@ -150,8 +158,16 @@ func report(w io.Writer, samples map[string]map[string][]float64) (bool, error) 
 				budget += " OVER"
 			}
 		}
-		fmt.Fprintf(w, "| %s | %.1f | %s | %.0f | %.2f | %.2f | %.2f | %d |\n", p.name, ns/1e3, budget,
-			median(s["allocs/op"]), median(s["cmds/op"]), median(s["round-trips/op"]), median(s["server-cmds/op"]), len(s["sec/op"]))
+		allocs := fmt.Sprintf("%.0f", median(s["allocs/op"]))
+		if p.maxAllocs > 0 {
+			allocs += fmt.Sprintf(" (≤ %.0f)", p.maxAllocs)
+			if median(s["allocs/op"]) > p.maxAllocs {
+				over = true
+				allocs += " OVER"
+			}
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %s | %s | %.2f | %.2f | %.2f | %d |\n", p.name, ns/1e3, budget,
+			allocs, median(s["cmds/op"]), median(s["round-trips/op"]), median(s["server-cmds/op"]), len(s["sec/op"]))
 	}
 	return over, nil
 }

@@ -36,7 +36,7 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.provider, "provider", "stripe", "webhook provider (a preset), or all (every preset route of -template): "+fmt.Sprint(webhook.PresetNames()))
+	flag.StringVar(&o.provider, "provider", "stripe", "webhook provider (a preset), or all (every preset route of -template): "+fmt.Sprint(webhook.Names()))
 	flag.StringVar(&o.template, "template", "template.yaml", "SAM template whose webhook routes -provider all sends to")
 	flag.StringVar(&o.providers, "providers", "", "with -provider all, the template's WebhookProviders as the local API's -providers takes them: all, or keys such as Stripe,Twilio (default: the template's default list)")
 	flag.StringVar(&o.url, "url", "http://127.0.0.1:3000", "base URL of the API, or the full endpoint URL for one provider")

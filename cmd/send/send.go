@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemlambda/idem/internal/preset"
 	"io"
 	"net/http"
 	"net/url"
@@ -52,7 +53,7 @@ type request struct {
 	id      string // event id or idempotency key
 	url     string
 	body    []byte
-	headers map[string]string
+	headers http.Header
 	// sign, for a signed delivery, signs it again at now: a provider's tolerance for the signed
 	// timestamp runs from the moment it is first sent, not from when every request was built.
 	sign func(now time.Time) (request, error)
@@ -222,7 +223,7 @@ func build(o options, now time.Time) ([]request, error) {
 		}
 		return []request{{
 			name: "payments", id: key, url: endpoint("/payments"), body: body,
-			headers: map[string]string{"content-type": "application/json", "idempotency-key": key},
+			headers: http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {key}},
 		}}, nil
 	}
 
@@ -236,8 +237,8 @@ func build(o options, now time.Time) ([]request, error) {
 		} else if providers, err = templateProviders(o.template, o.providers); err != nil {
 			return nil, err
 		}
-	} else if _, ok := webhook.Lookup(o.provider); !ok {
-		return nil, fmt.Errorf("-provider %q is not one of %s or all", o.provider, strings.Join(webhook.PresetNames(), ", "))
+	} else if !slices.Contains(webhook.Names(), o.provider) {
+		return nil, fmt.Errorf("-provider %q is not one of %s or all", o.provider, strings.Join(webhook.Names(), ", "))
 	}
 	var reqs []request
 	for _, p := range providers {
@@ -255,7 +256,7 @@ func build(o options, now time.Time) ([]request, error) {
 			if err != nil {
 				return request{}, err
 			}
-			r := request{name: p, id: id, url: target, body: d.Body, headers: d.Headers}
+			r := request{name: p, id: id, url: target, body: d.Body, headers: d.Header}
 			if u, err := url.Parse(d.URL); err == nil && u.RawQuery != "" {
 				// The sender's own query parameters (Twilio's bodySHA256) travel with the request.
 				r.url += "?" + u.RawQuery
@@ -304,7 +305,7 @@ func servedProviders(ctx context.Context, client *http.Client, base string) []st
 	}
 	out := []string{}
 	for _, p := range served.Providers {
-		if _, ok := webhook.Lookup(p); ok {
+		if _, ok := preset.Lookup(p); ok {
 			out = append(out, p)
 		}
 	}
@@ -333,7 +334,7 @@ func templateProviders(path, chosen string) ([]string, error) {
 		if f.Code != samtemplate.Webhook || len(f.Routes) == 0 || slices.Contains(out, p) {
 			continue
 		}
-		if _, ok := webhook.Lookup(p); ok {
+		if slices.Contains(webhook.Names(), p) {
 			out = append(out, p)
 		}
 	}
@@ -372,7 +373,7 @@ func send(ctx context.Context, client *http.Client, r request) response {
 		return response{err: fmt.Errorf("build request: %w", err)}
 	}
 	for k, v := range r.headers {
-		req.Header.Set(k, v)
+		req.Header[k] = v
 	}
 	resp, err := client.Do(req)
 	if err != nil {

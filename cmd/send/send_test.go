@@ -87,8 +87,8 @@ func TestAllSendsToEveryPresetOfTheTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(slices.Sorted(slices.Values(got)), webhook.PresetNames()) {
-		t.Fatalf("providers %v, want every preset %v", got, webhook.PresetNames())
+	if !slices.Equal(slices.Sorted(slices.Values(got)), webhook.Names()) {
+		t.Fatalf("providers %v, want every preset %v", got, webhook.Names())
 	}
 }
 
@@ -184,7 +184,7 @@ func TestDeliveriesAreSignedAgainWhenSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, now := reqs[0].headers["stripe-signature"], fresh.headers["stripe-signature"]
+	old, now := reqs[0].headers.Get("stripe-signature"), fresh.headers.Get("stripe-signature")
 	if old == "" || now == old || fresh.id != reqs[0].id || fresh.url != reqs[0].url {
 		t.Errorf("signed again: %s %s %q; want the same event and URL as %s %s, signed anew (was %q)",
 			fresh.id, fresh.url, now, reqs[0].id, reqs[0].url, old)

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -105,4 +107,50 @@ func RetryAfter(d time.Duration) string {
 		s = 1
 	}
 	return strconv.FormatInt(int64(s), 10)
+}
+
+// HTTPHeader returns an event's headers as net/http holds them: canonical names, one value
+// each (API Gateway has already joined a repeated header with commas).
+func HTTPHeader(headers map[string]string) http.Header {
+	h := make(http.Header, len(headers))
+	values := make([]string, len(headers)) // one backing array for every value
+	i := 0
+	for k, v := range headers {
+		values[i] = v
+		h[textproto.CanonicalMIMEHeaderKey(k)] = values[i : i+1 : i+1]
+		i++
+	}
+	return h
+}
+
+// PublicURL rebuilds the URL a sender posted to from what an API Gateway HTTP API event
+// (payload v2.0) reports: requestContext.domainName, rawPath and rawQueryString. API Gateway
+// only answers HTTPS. A non-empty override (WEBHOOK_PUBLIC_URL) replaces scheme, host and
+// path; the query string of the request is appended to either, since senders add to it
+// (Twilio's bodySHA256).
+func PublicURL(domainName, rawPath, rawQueryString, override string) string {
+	base := override
+	if base == "" {
+		if domainName == "" {
+			return ""
+		}
+		if rawPath == "" {
+			rawPath = "/"
+		}
+		base = "https://" + domainName + rawPath
+	}
+	if rawQueryString == "" {
+		return base
+	}
+	return base + "?" + rawQueryString
+}
+
+// EventHeaders returns headers as API Gateway payload v2.0 delivers them: lower-cased names,
+// the values of a repeated header joined with commas.
+func EventHeaders(h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		out[strings.ToLower(k)] = strings.Join(v, ",")
+	}
+	return out
 }

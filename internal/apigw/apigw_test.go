@@ -67,3 +67,19 @@ func TestHeaderFindsLowerCasedAndMixedCaseNames(t *testing.T) {
 		}
 	}
 }
+
+func TestPublicURLIsRebuiltFromTheAPIGatewayEvent(t *testing.T) {
+	cases := []struct {
+		domain, path, query, override, want string
+	}{
+		{"abc123.execute-api.eu-west-1.amazonaws.com", "/webhooks/twilio", "", "", "https://abc123.execute-api.eu-west-1.amazonaws.com/webhooks/twilio"},
+		{"abc123.execute-api.eu-west-1.amazonaws.com", "/prod/webhooks/twilio", "foo=1&bar=2", "", "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/webhooks/twilio?foo=1&bar=2"},
+		{"abc123.execute-api.eu-west-1.amazonaws.com", "/webhooks/twilio", "bodySHA256=ab", "https://hooks.example.com/twilio", "https://hooks.example.com/twilio?bodySHA256=ab"},
+		{"", "", "", "", ""},
+	}
+	for _, c := range cases {
+		if got := PublicURL(c.domain, c.path, c.query, c.override); got != c.want {
+			t.Errorf("PublicURL(%q, %q, %q, %q) = %q, want %q", c.domain, c.path, c.query, c.override, got, c.want)
+		}
+	}
+}

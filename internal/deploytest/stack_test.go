@@ -3,13 +3,13 @@ package deploytest
 import (
 	"bufio"
 	"fmt"
+	"github.com/idemlambda/idem/internal/preset"
 	"math"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 // parameterSets are the deployments every check of this file holds for: the defaults (Profile
@@ -457,17 +457,17 @@ func providerMapping(t *testing.T) map[string]providerRow {
 	for key, row := range deploy(t, nil).raw["Mappings"].(map[string]any)["WebhookProvider"].(map[string]any) {
 		name := jsonString(get(row, "Name"))
 		days, _ := get(row, "RetentionDays").(float64)
-		preset, ok := webhook.Lookup(name)
+		p, ok := preset.Lookup(name)
 		if !ok {
 			t.Fatalf("mapping row %s: no preset %q", key, name)
 		}
-		if want := math.Ceil(preset.ResultTTL.Hours() / 24); days != want {
-			t.Errorf("mapping row %s: RetentionDays %v, the preset keeps results %v (%v days)", key, days, preset.ResultTTL, want)
+		if want := math.Ceil(p.ResultTTL.Hours() / 24); days != want {
+			t.Errorf("mapping row %s: RetentionDays %v, the preset keeps results %v (%v days)", key, days, p.ResultTTL, want)
 		}
 		rows[key] = providerRow{name, days}
 	}
-	if len(rows) != len(webhook.PresetNames()) {
-		t.Errorf("%d mapping rows, %d presets", len(rows), len(webhook.PresetNames()))
+	if len(rows) != len(preset.Names()) {
+		t.Errorf("%d mapping rows, %d presets", len(rows), len(preset.Names()))
 	}
 	return rows
 }

@@ -39,6 +39,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemlambda/idem/internal/config"
 	"io"
 	"maps"
 	"net/http"
@@ -77,7 +78,7 @@ const (
 
 // DevSecret returns the development signing secret of a webhook provider, the one the local
 // API's webhook functions accept.
-func DevSecret(provider string) string { return webhookhandler.DevSecret(provider) }
+func DevSecret(provider string) string { return webhook.DevSecret(provider) }
 
 // Config says what to serve and where the output goes.
 type Config struct {
@@ -244,15 +245,15 @@ const HMACFunction = "WebhookHmacFunction"
 
 // addHMACFunction adds a webhook function for the configurable HMAC preset on POST
 // /webhooks/hmac, with the settings of the process environment, when that describes one
-// (webhook.HMACHeaderSetting is set) and the template has no such function. The template
+// (config.HMACHeaderSetting is set) and the template has no such function. The template
 // deploys named presets; a local run is where the settings of another sender are tried. The
 // function is a copy of the template's first webhook function (its timeout, its environment
 // and its API) with WEBHOOK_PROVIDER=hmac.
 func addHMACFunction(t *samtemplate.Template, getenv func(string) string) {
-	if strings.TrimSpace(getenv(webhook.HMACHeaderSetting)) == "" {
+	if strings.TrimSpace(getenv(config.HMACHeaderSetting)) == "" {
 		return
 	}
-	if _, ok := t.WebhookFunction(webhook.HMACPresetName); ok {
+	if _, ok := t.WebhookFunction(config.HMACProvider); ok {
 		return
 	}
 	i := slices.IndexFunc(t.Functions, func(f samtemplate.Function) bool { return f.Code == samtemplate.Webhook && len(f.Routes) > 0 })
@@ -261,9 +262,9 @@ func addHMACFunction(t *samtemplate.Template, getenv func(string) string) {
 	}
 	f := t.Functions[i]
 	f.LogicalID, f.Env = HMACFunction, maps.Clone(f.Env)
-	f.Env[webhookhandler.EnvProvider] = webhook.HMACPresetName
+	f.Env[webhookhandler.EnvProvider] = config.HMACProvider
 	route := f.Routes[0]
-	route.Path, route.Function = "/webhooks/"+webhook.HMACPresetName, f.LogicalID
+	route.Path, route.Function = "/webhooks/"+config.HMACProvider, f.LogicalID
 	f.Routes = []samtemplate.Route{route}
 	t.Functions = append(t.Functions, f)
 	slices.SortFunc(t.Functions, func(a, b samtemplate.Function) int { return strings.Compare(a.LogicalID, b.LogicalID) })

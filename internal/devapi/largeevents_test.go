@@ -43,20 +43,17 @@ func TestA2MiBGitHubDeliveryRunsOnceThroughTheLocalAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	preset, _ := webhook.Lookup("github")
 	const guid = "3f9a8c2e-5d1b-11f0-9a7e-local2mib"
 	for i := range 6 { // the first delivery and 5 retries
-		signed, err := webhooktest.Sign(preset, devapi.DevSecret("github"), webhook.Request{
-			Headers: map[string]string{"x-github-delivery": guid, "x-github-event": "push", "content-type": "application/json"},
-			Body:    body, Now: time.Now(),
+		signed, err := webhooktest.Sign("github", devapi.DevSecret("github"), webhook.Request{
+			Header: http.Header{"X-Github-Delivery": {guid}, "X-Github-Event": {"push"}, "Content-Type": {"application/json"}},
+			Body:   body, Now: time.Now(),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/github", bytes.NewReader(signed.Body))
-		for k, v := range signed.Headers {
-			req.Header.Set(k, v)
-		}
+		req.Header = signed.Header
 		resp, respBody := testsupport.RoundTrip(t, req)
 		if resp.StatusCode != 200 || (resp.Header.Get("idempotent-replayed") == "true") != (i > 0) {
 			t.Fatalf("delivery %d: %d, replayed %q: %s", i, resp.StatusCode, resp.Header.Get("idempotent-replayed"), respBody)

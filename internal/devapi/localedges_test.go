@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/idemlambda/idem/internal/config"
 	"net/http"
 	"slices"
 	"testing"
@@ -47,29 +48,27 @@ func TestRecordsExpireOnTheEmbeddedRedis(t *testing.T) {
 
 func TestHMACIsServedWithTheSettingsOfTheEnvironment(t *testing.T) {
 	env := map[string]string{
-		webhook.HMACHeaderSetting:  "x-acme-signature",
-		webhook.HMACPrefixSetting:  "sha256=",
-		webhook.HMACEventIDSetting: "body:id",
+		config.HMACHeaderSetting:  "x-acme-signature",
+		config.HMACPrefixSetting:  "sha256=",
+		config.HMACEventIDSetting: "body:id",
 	}
 	api, base := start(t, env)
 	if !slices.Contains(api.Providers(), "hmac") {
 		t.Fatalf("providers %v, want hmac", api.Providers())
 	}
-	preset, err := webhook.HMACPresetFromEnv(func(k string) string { return env[k] })
+	cfg, err := config.HMACFromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := []byte(`{"id":"acme-1","type":"order.paid"}`)
-	signed, err := webhooktest.Sign(preset, devapi.DevSecret("hmac"), webhook.Request{
-		Headers: map[string]string{}, Body: body, Now: time.Now()})
+	signed, err := webhooktest.SignHMAC(cfg, devapi.DevSecret("hmac"), webhook.Request{
+		Header: http.Header{}, Body: body, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []string{"", "true"} {
 		req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/hmac", bytes.NewReader(signed.Body))
-		for k, v := range signed.Headers {
-			req.Header.Set(k, v)
-		}
+		req.Header = signed.Header.Clone()
 		resp, b := testsupport.RoundTrip(t, req)
 		if resp.StatusCode != 200 || resp.Header.Get("idempotent-replayed") != want {
 			t.Fatalf("delivery %d: %d %s, replayed %q", i, resp.StatusCode, b, resp.Header.Get("idempotent-replayed"))
@@ -80,7 +79,7 @@ func TestHMACIsServedWithTheSettingsOfTheEnvironment(t *testing.T) {
 	_, plain := start(t, nil)
 	req, _ := http.NewRequest(http.MethodPost, plain+"/webhooks/hmac", bytes.NewReader(signed.Body))
 	if resp, _ := testsupport.RoundTrip(t, req); resp.StatusCode != 404 {
-		t.Errorf("without %s: %d, want 404", webhook.HMACHeaderSetting, resp.StatusCode)
+		t.Errorf("without %s: %d, want 404", config.HMACHeaderSetting, resp.StatusCode)
 	}
 }
 

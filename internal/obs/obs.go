@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,6 +28,10 @@ import (
 const (
 	// OutcomeExecuted: the work ran and its result was stored.
 	OutcomeExecuted = "executed"
+	// OutcomeHandshake: a sender's endpoint check (Slack url_verification,
+	// Discord PING, Zoom validation, Twitch challenge, WooCommerce ping) was
+	// answered; no work ran, nothing was claimed or forwarded.
+	OutcomeHandshake = "handshake"
 	// OutcomeReplayed: a completed result was returned again.
 	OutcomeReplayed = "replayed"
 	// OutcomeInProgress: a duplicate arrived while the first was still running.
@@ -126,6 +131,10 @@ type Request struct {
 	// ID identifies the request for correlation: the provider's event id, or
 	// KeyID of an idempotency key. Never a secret, never the body.
 	ID string
+	// DeliveryID is the sender's own delivery id when its signature does not
+	// cover it (GitHub's x-github-delivery GUID), so an operator can find a
+	// delivery the sender's console names; empty otherwise.
+	DeliveryID string
 	// Status is the HTTP status returned.
 	Status int
 	// Duration is how long the request took.
@@ -139,12 +148,6 @@ type Request struct {
 	Err error
 }
 
-// emfMetadata is the "_aws" member of an EMF document.
-type emfMetadata struct {
-	Timestamp         int64          `json:"Timestamp"`
-	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
-}
-
 type emfDirective struct {
 	Namespace  string      `json:"Namespace"`
 	Dimensions [][]string  `json:"Dimensions"`
@@ -154,6 +157,34 @@ type emfDirective struct {
 type emfMetric struct {
 	Name string `json:"Name"`
 	Unit string `json:"Unit"`
+}
+
+// emfDirectives is the constant part of every line's "_aws" member, encoded once.
+var emfDirectives = func() []byte {
+	b, err := json.Marshal([]emfDirective{{
+		Namespace:  Namespace,
+		Dimensions: [][]string{{"function", "outcome"}},
+		Metrics:    emfMetrics,
+	}})
+	if err != nil {
+		panic("obs: encode the EMF directives: " + err.Error())
+	}
+	return b
+}()
+
+// emfDocument is the "_aws" member of an EMF document written at the Unix millisecond it
+// holds, {"Timestamp": ..., "CloudWatchMetrics": [...]}, its constant part encoded once
+// rather than on every request.
+type emfDocument int64
+
+// MarshalJSON writes {"Timestamp":...,"CloudWatchMetrics":[...]}.
+func (ts emfDocument) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(emfDirectives)+48)
+	b = append(b, `{"Timestamp":`...)
+	b = strconv.AppendInt(b, int64(ts), 10)
+	b = append(b, `,"CloudWatchMetrics":`...)
+	b = append(b, emfDirectives...)
+	return append(b, '}'), nil
 }
 
 var emfMetrics = []emfMetric{
@@ -215,9 +246,9 @@ func jsonWidth(s string) (width, size int) {
 }
 
 // LogRequest writes exactly one line for r: at error level for OutcomeError,
-// info otherwise. The line holds function, provider, outcome, id, status,
+// info otherwise. The line holds function, provider, outcome, id, delivery_id, status,
 // duration_ms (float), redis_round_trips, reason and error (the empty ones
-// omitted), plus requests=1 and an "_aws" member that makes the line an EMF
+// omitted; delivery_id after id when set), plus requests=1 and an "_aws" member that makes the line an EMF
 // document: metrics requests (Count), duration_ms (Milliseconds) and
 // redis_round_trips (Count) in Namespace, with
 // the dimension set [function, outcome]. An empty function or outcome is
@@ -234,7 +265,7 @@ func LogRequest(ctx context.Context, l *slog.Logger, r Request) {
 	}
 	h := l.Handler()
 
-	attrs := make([]slog.Attr, 0, 12)
+	attrs := make([]slog.Attr, 0, 13)
 	if _, ok := h.(*functionHandler); !ok {
 		attrs = append(attrs, slog.String("function", orUnknown(r.Function)))
 	}
@@ -244,6 +275,9 @@ func LogRequest(ctx context.Context, l *slog.Logger, r Request) {
 	attrs = append(attrs, slog.String("outcome", orUnknown(r.Outcome)))
 	if r.ID != "" {
 		attrs = append(attrs, slog.String("id", Bound(r.ID, MaxIDBytes)))
+	}
+	if r.DeliveryID != "" {
+		attrs = append(attrs, slog.String("delivery_id", Bound(r.DeliveryID, MaxIDBytes)))
 	}
 	attrs = append(attrs,
 		slog.Int("status", r.Status),
@@ -260,14 +294,7 @@ func LogRequest(ctx context.Context, l *slog.Logger, r Request) {
 	now := time.Now()
 	attrs = append(attrs,
 		slog.Int("requests", 1),
-		slog.Any("_aws", emfMetadata{
-			Timestamp: now.UnixMilli(),
-			CloudWatchMetrics: []emfDirective{{
-				Namespace:  Namespace,
-				Dimensions: [][]string{{"function", "outcome"}},
-				Metrics:    emfMetrics,
-			}},
-		}),
+		slog.Any("_aws", emfDocument(now.UnixMilli())),
 	)
 
 	level := slog.LevelInfo

@@ -35,8 +35,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	webhookhandler "github.com/idemlambda/idem/internal/functions/webhook/handler"
+	"github.com/idemlambda/idem/internal/apigw"
 	"github.com/idemlambda/idem/internal/gateway"
+	"github.com/idemlambda/idem/internal/preset"
 	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/pkg/webhook"
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
@@ -62,7 +63,7 @@ const PaymentKey = "order-1001"
 // DevSecret returns the development signing secret of provider: the secret a webhook function
 // accepts outside Lambda when no secret is configured, which env.json also sets for sam local.
 // It is public, and never accepted by a deployed function.
-func DevSecret(provider string) string { return webhookhandler.DevSecret(provider) }
+func DevSecret(provider string) string { return webhook.DevSecret(provider) }
 
 // SigningSecret returns what a sender signs with for a function running with DevSecret: the
 // same secret, or for a public-key sender (Discord, SendGrid) the private key whose public half
@@ -252,7 +253,7 @@ func (s Sample) Resign(ev *events.APIGatewayV2HTTPRequest, now time.Time) error 
 	if s.Provider == "" {
 		return nil
 	}
-	if p, _ := webhook.Lookup(s.Provider); p.TimestampField != "" && p.Family != webhook.FamilyBodySignature {
+	if p, _ := preset.Lookup(s.Provider); p.TimestampField != "" && p.Family != preset.FamilyBodySignature {
 		return fmt.Errorf("samples: %s: %w", s.File, ErrTimestampInBody)
 	}
 	body := []byte(ev.Body)
@@ -263,17 +264,17 @@ func (s Sample) Resign(ev *events.APIGatewayV2HTTPRequest, now time.Time) error 
 		}
 	}
 	in := webhook.Request{
-		Headers: ev.Headers,
-		Body:    body,
-		URL:     webhook.PublicURL(ev.RequestContext.DomainName, ev.RawPath, ev.RawQueryString, ""),
-		Now:     now,
+		Header: apigw.HTTPHeader(ev.Headers),
+		Body:   body,
+		URL:    apigw.PublicURL(ev.RequestContext.DomainName, ev.RawPath, ev.RawQueryString, ""),
+		Now:    now,
 	}
 	signed, err := sign(s.Provider, s.Secret, in)
 	if err != nil {
 		return fmt.Errorf("samples: %s: %w", s.File, err)
 	}
-	for k, v := range signed.Headers {
-		ev.Headers[strings.ToLower(k)] = v
+	for k, v := range apigw.EventHeaders(signed.Header) {
+		ev.Headers[k] = v
 	}
 	if !bytes.Equal(signed.Body, body) {
 		// A sender that signs inside its body (Mailgun) re-encodes it.
@@ -416,7 +417,7 @@ func EnvJSON(t *samtemplate.Template, redisURL string) ([]byte, error) {
 // https://Domain/webhooks/<provider>: see DeliveryTo.
 func Delivery(provider, secret, eventID string, now time.Time) ([]byte, map[string]string, error) {
 	r, err := DeliveryTo(provider, secret, eventID, "https://"+Domain+"/webhooks/"+provider, now)
-	return r.Body, r.Headers, err
+	return r.Body, apigw.EventHeaders(r.Header), err
 }
 
 // DeliveryTo returns a signed delivery of a sample event of provider: the preset's sample body
@@ -435,11 +436,10 @@ func DeliveryTo(provider, secret, eventID, publicURL string, now time.Time) (web
 
 // sign signs r as provider's sender does with secret at r.Now.
 func sign(provider, secret string, r webhook.Request) (webhook.Request, error) {
-	p, ok := webhook.Lookup(provider)
-	if !ok {
-		return webhook.Request{}, fmt.Errorf("samples: no preset %q (known: %s)", provider, strings.Join(webhook.PresetNames(), ", "))
+	if _, ok := preset.Lookup(provider); !ok {
+		return webhook.Request{}, fmt.Errorf("samples: no preset %q (known: %s)", provider, strings.Join(webhook.Names(), ", "))
 	}
-	signed, err := webhooktest.Sign(p, secret, r)
+	signed, err := webhooktest.Sign(provider, secret, r)
 	if err != nil {
 		return webhook.Request{}, fmt.Errorf("samples: %s cannot sign with the given secret: %w", provider, err)
 	}
@@ -449,7 +449,7 @@ func sign(provider, secret string, r webhook.Request) (webhook.Request, error) {
 // timestamped reports whether provider's signature covers a timestamp checked against a
 // tolerance.
 func timestamped(provider string) bool {
-	p, _ := webhook.Lookup(provider)
+	p, _ := preset.Lookup(provider)
 	signsTime := p.TimestampHeader != "" || p.TimestampField != "" || strings.Contains(p.HeaderFormat, "{timestamp}")
 	return signsTime && p.Tolerance > 0
 }
@@ -467,7 +467,7 @@ func presetSamples(t *samtemplate.Template) []webhookSample {
 		if f.Code != samtemplate.Webhook || described[provider] || len(f.Routes) == 0 {
 			continue
 		}
-		if _, ok := webhook.Lookup(provider); !ok {
+		if _, ok := preset.Lookup(provider); !ok {
 			continue // hmac: its settings, not a preset, say how it signs
 		}
 		described[provider] = true
@@ -498,8 +498,8 @@ func webhookRequest(route samtemplate.Route, ws webhookSample, secret string, no
 		target += "?" + u.RawQuery
 	}
 	req := newRequest(route.Method, target, signed.Body, cmp.Or(senderIPs[ws.provider], "192.0.2.99"))
-	for k, v := range signed.Headers {
-		req.Header.Set(k, v)
+	for k, v := range signed.Header {
+		req.Header[k] = v
 	}
 	if ws.base64Body {
 		// A content-type the gateway does not treat as text makes it base64-encode the body.

@@ -185,7 +185,7 @@ func TestEveryPresetHasASample(t *testing.T) {
 	for _, s := range all {
 		have[s.Provider] = true
 	}
-	for _, p := range webhook.PresetNames() {
+	for _, p := range webhook.Names() {
 		if !have[p] {
 			t.Errorf("no sample for %s", p)
 		}

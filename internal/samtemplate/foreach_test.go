@@ -124,7 +124,7 @@ func TestEveryPresetCanBeDeployed(t *testing.T) {
 			t.Errorf("%s runs %s: its key is not the provider's name", id, provider)
 		}
 	}
-	want := slices.Concat(webhook.PresetNames(), []string{"stripe", "github", "shopify", "standard", "slack"})
+	want := slices.Concat(webhook.Names(), []string{"stripe", "github", "shopify", "standard", "slack"})
 	for _, p := range want {
 		if !deployed[p] {
 			t.Errorf("preset %s cannot be deployed: no row in the WebhookProvider mapping", p)

@@ -46,10 +46,10 @@ type Event struct {
 	// ObjectID identifies the object the event is about (a payment intent, a
 	// repository, an order); may be empty. FIFO queues order events per object.
 	ObjectID string
-	// Unsigned names the metadata fields ("delivery_id", "type",
-	// "object_id") whose values came from request headers the signature does
-	// not cover: whoever captured a delivery could have set them. Every
-	// other field of the event, and the body, was signed.
+	// Unsigned names the fields ("id", "delivery_id", "type", "object_id",
+	// "payload") whose values came from input the signature does not cover:
+	// whoever captured a delivery could have set them. Every other field of
+	// the event was signed.
 	Unsigned []string
 	// ReceivedAt is when the request reached the function.
 	ReceivedAt time.Time
@@ -58,20 +58,22 @@ type Event struct {
 }
 
 // Signed names the members of the event's envelope whose values come from
-// bytes the provider's signature covers: "id" and "payload" always, and
-// "delivery_id" (when set), "type" and "object_id" unless Unsigned names
-// them. Provider and received_at are the receiver's own and in neither list.
+// bytes the provider's signature covers: "id", "delivery_id" (when set),
+// "type", "object_id" and "payload", less those Unsigned names (a GitLab
+// token binds none of them; Mailgun signs its token, the id, and nothing of
+// the event). Provider and received_at are the receiver's own and in neither
+// list.
 func (e Event) Signed() []string {
-	signed := []string{"id"}
+	var signed []string
 	for _, f := range []struct {
 		name string
 		set  bool
-	}{{"delivery_id", e.DeliveryID != ""}, {"type", true}, {"object_id", true}} {
+	}{{"id", true}, {"delivery_id", e.DeliveryID != ""}, {"type", true}, {"object_id", true}, {"payload", true}} {
 		if f.set && !slices.Contains(e.Unsigned, f.name) {
 			signed = append(signed, f.name)
 		}
 	}
-	return append(signed, "payload")
+	return signed
 }
 
 // Sink receives verified, first-seen events.

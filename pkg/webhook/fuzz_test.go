@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemlambda/idem/internal/preset"
 	"mime"
 	"net/url"
 	"slices"
@@ -54,7 +55,7 @@ func fuzzProvider(f *testing.F, name string) (provider, []string, [][]byte) {
 		key := []byte(s)
 		if name == "standard" {
 			var err error
-			if key, err = webhook.DecodeStandardSecret(s); err != nil {
+			if key, err = preset.DecodeWhsec(s); err != nil {
 				f.Fatal(err)
 			}
 		}
@@ -67,7 +68,7 @@ func fuzzProvider(f *testing.F, name string) (provider, []string, [][]byte) {
 // outside the sentinels fails t.
 func accepted(t *testing.T, p provider, headers map[string]string, body []byte) bool {
 	t.Helper()
-	err := p.Verify(headers, body, testNow)
+	err := p.CheckSignature(headers, body, testNow)
 	if err != nil && !isVerifyError(err) {
 		t.Fatalf("Verify returned an error outside the sentinels: %v", err)
 	}
@@ -157,9 +158,9 @@ func FuzzStandardSignatureHeaders(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, id, timestamp, signature string, body []byte) {
 		h := map[string]string{
-			webhook.StandardIDHeader:        id,
-			webhook.StandardTimestampHeader: timestamp,
-			webhook.StandardSignatureHeader: signature,
+			"webhook-id":        id,
+			"webhook-timestamp": timestamp,
+			"webhook-signature": signature,
 		}
 		if !accepted(t, p, h, body) {
 			return
@@ -250,6 +251,7 @@ func FuzzShopifyHMACHeader(f *testing.F) {
 	})
 }
 
+// Cyclomatic over 15: one fuzz input checked for every property Event promises, each an independent if.
 func FuzzEvent(f *testing.F) {
 	var providers []provider
 	for _, name := range originalNames {
@@ -272,12 +274,12 @@ func FuzzEvent(f *testing.F) {
 	f.Add("x", "", "multipart/form-data; boundary=x", []byte("payload="))
 	f.Fuzz(func(t *testing.T, id, typ, contentType string, body []byte) {
 		headers := map[string]string{
-			"content-type":                 contentType,
-			webhook.GitHubDeliveryHeader:   id,
-			webhook.GitHubEventHeader:      typ,
-			webhook.ShopifyWebhookIDHeader: id,
-			webhook.ShopifyTopicHeader:     typ,
-			webhook.StandardIDHeader:       id,
+			"content-type":         contentType,
+			"x-github-delivery":    id,
+			"x-github-event":       typ,
+			"x-shopify-webhook-id": id,
+			"x-shopify-topic":      typ,
+			"webhook-id":           id,
 		}
 		for _, p := range providers {
 			ev, err := p.Event(headers, body)
@@ -292,6 +294,8 @@ func FuzzEvent(f *testing.F) {
 				if p.Name() != "slack" || ev.ID != "" {
 					t.Fatalf("%s: challenge in %+v", p.Name(), ev)
 				}
+			case ev.Type == "app_rate_limited" && p.Name() == "slack" && ev.ID == "":
+				// Slack's notice, answered as a handshake.
 			case ev.ID == "":
 				t.Fatalf("%s: accepted with no id: %+v", p.Name(), ev)
 			}
@@ -301,7 +305,7 @@ func FuzzEvent(f *testing.F) {
 			switch {
 			case ev.Challenge != "":
 			case ev.DeliveryID != "":
-				if ev.ID != webhook.BodyDigestID(body) || !slices.Contains(ev.Unsigned, "delivery_id") {
+				if ev.ID != bodyDigest(body) || !slices.Contains(ev.Unsigned, "delivery_id") {
 					t.Fatalf("%s: unsigned delivery id but key %q is not the body digest", p.Name(), ev.ID)
 				}
 			case p.Name() == "stripe" || p.Name() == "slack":
@@ -342,11 +346,11 @@ func FuzzSignThenVerify(f *testing.F) {
 		for _, name := range originalNames {
 			s := secret
 			if name == "standard" {
-				s = webhook.StandardSecret([]byte(secret))
+				s = whsec(secret)
 			}
 			p := mustNew(t, name, s)
 			h := p.Sign(s, body, at)
-			if err := p.Verify(h, body, testNow); err != nil {
+			if err := p.CheckSignature(h, body, testNow); err != nil {
 				t.Fatalf("%s: own signature refused: %v", name, err)
 			}
 			if len(body) == 0 {
@@ -354,7 +358,7 @@ func FuzzSignThenVerify(f *testing.F) {
 			}
 			changed := append([]byte(nil), body...)
 			changed[int(flip)%len(changed)] ^= 0x20
-			if err := p.Verify(h, changed, testNow); !errors.Is(err, webhook.ErrNoValidSignature) {
+			if err := p.CheckSignature(h, changed, testNow); !errors.Is(err, webhook.ErrNoValidSignature) {
 				t.Fatalf("%s: changed body: error = %v", name, err)
 			}
 		}

@@ -22,10 +22,10 @@ func TestGitHubDocumentedTestVector(t *testing.T) {
 		t.Fatalf("GitHubSignature = %q, documented %q", got, v.Signature)
 	}
 	p := mustNew(t, "github", v.Secret)
-	if err := p.Verify(githubHeader(v.Signature), body, testNow); err != nil {
+	if err := p.CheckSignature(githubHeader(v.Signature), body, testNow); err != nil {
 		t.Fatalf("Verify(documented vector): %v", err)
 	}
-	wantErr(t, p.Verify(githubHeader(v.Signature), []byte("Hello, World?"), testNow), webhook.ErrNoValidSignature)
+	wantErr(t, p.CheckSignature(githubHeader(v.Signature), []byte("Hello, World?"), testNow), webhook.ErrNoValidSignature)
 	if err := github.ValidateSignature(v.Signature, body, []byte(v.Secret)); err != nil {
 		t.Fatalf("go-github refuses the documented vector: %v", err)
 	}
@@ -34,7 +34,7 @@ func TestGitHubDocumentedTestVector(t *testing.T) {
 func TestGoGitHubAcceptsOurSignature(t *testing.T) {
 	p := mustNew(t, "github", githubSecret)
 	body, extra := p.Sample("2d1c9a40-1f0e-11f0-8a2b-3c3f2e4d5a6b", testNow)
-	sig := p.Sign(githubSecret, body, testNow)[webhook.GitHubSignatureHeader]
+	sig := p.Sign(githubSecret, body, testNow)["x-hub-signature-256"]
 	if err := github.ValidateSignature(sig, body, []byte(githubSecret)); err != nil {
 		t.Fatalf("go-github ValidateSignature: %v", err)
 	}
@@ -42,7 +42,7 @@ func TestGoGitHubAcceptsOurSignature(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go-github ValidatePayloadFromBody: %v", err)
 	}
-	ev, err := github.ParseWebHook(extra[webhook.GitHubEventHeader], payload)
+	ev, err := github.ParseWebHook(extra["x-github-event"], payload)
 	if err != nil {
 		t.Fatalf("go-github ParseWebHook: %v", err)
 	}
@@ -83,7 +83,7 @@ func TestGitHubAgreesWithGoGitHub(t *testing.T) {
 		{"empty", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ours := p.Verify(githubHeader(tc.header), body, testNow)
+			ours := p.CheckSignature(githubHeader(tc.header), body, testNow)
 			theirs := github.ValidateSignature(tc.header, body, []byte(githubSecret))
 			if (ours == nil) != tc.accept || (theirs == nil) != tc.accept {
 				t.Fatalf("want accept=%v; ours: %v; go-github: %v", tc.accept, ours, theirs)
@@ -100,7 +100,7 @@ func TestGitHubRejectsMalformedOrLegacySignatures(t *testing.T) {
 
 	// Only the legacy SHA-1 header: not signed the way we accept.
 	legacy := map[string]string{"x-hub-signature": "sha1=" + digest[:40]}
-	wantErr(t, p.Verify(legacy, body, testNow), webhook.ErrNotSigned)
+	wantErr(t, p.CheckSignature(legacy, body, testNow), webhook.ErrNotSigned)
 
 	for _, tc := range []struct {
 		header string
@@ -118,7 +118,7 @@ func TestGitHubRejectsMalformedOrLegacySignatures(t *testing.T) {
 		{good + "," + good, webhook.ErrInvalidHeader},
 		{"sha256=" + digest[:62] + "zz", webhook.ErrInvalidHeader},
 	} {
-		err := p.Verify(githubHeader(tc.header), body, testNow)
+		err := p.CheckSignature(githubHeader(tc.header), body, testNow)
 		if !isVerifyError(err) || !errors.Is(err, tc.want) {
 			t.Errorf("%q: error = %v, want %v", tc.header, err, tc.want)
 		}
@@ -130,14 +130,14 @@ func TestGitHubRejectsMalformedOrLegacySignatures(t *testing.T) {
 func TestGitHubEventTakesDeliveryAndEventHeaders(t *testing.T) {
 	p := mustNew(t, "github", githubSecret)
 	headers := map[string]string{
-		"content-type":               "application/json",
-		webhook.GitHubDeliveryHeader: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-		webhook.GitHubEventHeader:    "push",
+		"content-type":      "application/json",
+		"x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+		"x-github-event":    "push",
 	}
 	push := readFixture(t, "events/github_push.json")
 	got, err := p.Event(headers, push)
 	want := event{
-		ID:         webhook.BodyDigestID(push),
+		ID:         bodyDigest(push),
 		DeliveryID: "72d3162e-cc78-11e3-81ab-4c9367dc0958", Type: "push", ObjectID: "Codertocat/Hello-World",
 		Unsigned: []string{"delivery_id", "type"},
 	}
@@ -146,13 +146,13 @@ func TestGitHubEventTakesDeliveryAndEventHeaders(t *testing.T) {
 	}
 
 	// An organization hook's ping names no repository.
-	headers[webhook.GitHubEventHeader] = "ping"
+	headers["x-github-event"] = "ping"
 	got, err = p.Event(headers, readFixture(t, "events/github_org_ping.json"))
 	if err != nil || got.ObjectID != "Octocoders" || got.Type != "ping" {
 		t.Fatalf("ping Event = %+v, %v", got, err)
 	}
 
-	delete(headers, webhook.GitHubDeliveryHeader)
+	delete(headers, "x-github-delivery")
 	_, err = p.Event(headers, readFixture(t, "events/github_push.json"))
 	wantErr(t, err, webhook.ErrNoEventID)
 }
@@ -162,16 +162,16 @@ func TestGitHubEventReadsFormEncodedDeliveries(t *testing.T) {
 	push := readFixture(t, "events/github_push.json")
 	form := []byte(url.Values{"payload": {string(push)}}.Encode())
 	headers := map[string]string{
-		"content-type":               "application/x-www-form-urlencoded",
-		webhook.GitHubDeliveryHeader: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-		webhook.GitHubEventHeader:    "push",
+		"content-type":      "application/x-www-form-urlencoded",
+		"x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+		"x-github-event":    "push",
 	}
 	// The signature covers the form as sent.
 	signed := merged(headers, p.Sign(githubSecret, form, testNow))
-	if err := p.Verify(signed, form, testNow); err != nil {
+	if err := p.CheckSignature(signed, form, testNow); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := github.ValidatePayloadFromBody("application/x-www-form-urlencoded", bytes.NewReader(form), signed[webhook.GitHubSignatureHeader], []byte(githubSecret)); err != nil {
+	if _, err := github.ValidatePayloadFromBody("application/x-www-form-urlencoded", bytes.NewReader(form), signed["x-hub-signature-256"], []byte(githubSecret)); err != nil {
 		t.Fatalf("go-github refuses the form delivery: %v", err)
 	}
 	got, err := p.Event(signed, form)

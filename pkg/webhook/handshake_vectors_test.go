@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,13 +31,13 @@ const (
 var twitchNow = time.Date(2019, 11, 16, 10, 12, 0, 0, time.UTC)
 
 func twitchRequest(kind, id, ts, sig, body string) webhook.Request {
-	return webhook.Request{Body: []byte(body), Now: twitchNow, Headers: map[string]string{
+	return webhook.Request{Body: []byte(body), Now: twitchNow, Header: hdr(map[string]string{
 		"content-type":                      "application/json",
 		"twitch-eventsub-message-id":        id,
 		"twitch-eventsub-message-timestamp": ts,
 		"twitch-eventsub-message-signature": sig,
 		"twitch-eventsub-message-type":      kind,
-	}}
+	})}
 }
 
 func TestTwitchVectors(t *testing.T) {
@@ -66,7 +67,7 @@ func TestTwitchChallengeIsAnsweredAsText(t *testing.T) {
 	}
 	// The message-type header is not signed: removing it does not turn the
 	// signed challenge into a forwarded event.
-	delete(r.Headers, "twitch-eventsub-message-type")
+	r.Header.Del("twitch-eventsub-message-type")
 	if d, err := v.Event(r); err != nil || d.Handshake == nil {
 		t.Fatalf("challenge without its type header: %+v, %v", d, err)
 	}
@@ -97,9 +98,9 @@ const (
 )
 
 func zoomRequest(ts, sig, body string, now int64) webhook.Request {
-	return webhook.Request{Body: []byte(body), Now: time.Unix(now, 0), Headers: map[string]string{
+	return webhook.Request{Body: []byte(body), Now: time.Unix(now, 0), Header: hdr(map[string]string{
 		"content-type": "application/json", "x-zm-request-timestamp": ts, "x-zm-signature": sig,
-	}}
+	})}
 }
 
 func TestZoomVectors(t *testing.T) {
@@ -132,7 +133,7 @@ func TestZoomURLValidationIsAnswered(t *testing.T) {
 		t.Fatalf("event: %+v, want type meeting.started and a digest id", e)
 	}
 	// A retry is re-signed with a new timestamp: same id.
-	retry := webhook.Request{Body: []byte(zoomEventBody), Headers: map[string]string{"x-zm-request-timestamp": "1626231000"}}
+	retry := webhook.Request{Body: []byte(zoomEventBody), Header: hdr(map[string]string{"x-zm-request-timestamp": "1626231000"})}
 	r, _ := v.Event(retry)
 	if r.ID != e.ID {
 		t.Fatalf("retry id %q, first %q", r.ID, e.ID)
@@ -148,7 +149,7 @@ func TestGitLabToken(t *testing.T) {
 		if token != "" {
 			h["x-gitlab-token"] = token
 		}
-		return webhook.Request{Body: []byte(body), Headers: h}
+		return webhook.Request{Body: []byte(body), Header: hdr(h)}
 	}
 	checkVectors(t, "gitlab", []vector{
 		{"exact token", "glsecret", req("glsecret"), nil},
@@ -162,15 +163,16 @@ func TestGitLabToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A token binds nothing: the id is a digest of the body, the type is
-	// reported as unsigned, and another id header changes nothing.
+	// A token binds nothing: the id is a digest of the body, the id, the
+	// type and the payload are reported as unsigned, and another id header
+	// changes nothing.
 	b := req("glsecret")
-	b.Headers["idempotency-key"] = "replay-1"
+	b.Header.Set("idempotency-key", "replay-1")
 	bd, _ := v.Event(b)
-	if a.ID != bd.ID || a.Type != "push" || len(a.Unsigned) != 1 || a.Unsigned[0] != "type" {
+	if a.ID != bd.ID || a.Type != "push" || strings.Join(a.Unsigned, ",") != "id,type,payload" {
 		t.Fatalf("event %+v / %+v", a, bd)
 	}
-	if !errors.Is(v.Verify(req("x")), webhook.ErrNoValidSignature) {
+	if !errors.Is(v.CheckSignature(req("x")), webhook.ErrNoValidSignature) {
 		t.Fatal("wrong token verified")
 	}
 }
@@ -181,8 +183,8 @@ func TestGitLabToken(t *testing.T) {
 // unsigned passes.
 func TestWooCommercePingIsAnsweredAndNothingElseUnsigned(t *testing.T) {
 	v := presetVerifier(t, "woocommerce", "wc secret")
-	ping := webhook.Request{Body: []byte("webhook_id=42"), Headers: map[string]string{"content-type": "application/x-www-form-urlencoded"}}
-	if err := v.Verify(ping); err != nil {
+	ping := webhook.Request{Body: []byte("webhook_id=42"), Header: hdr(map[string]string{"content-type": "application/x-www-form-urlencoded"})}
+	if err := v.CheckSignature(ping); err != nil {
 		t.Fatalf("ping: %v", err)
 	}
 	d, err := v.Event(ping)
@@ -192,17 +194,17 @@ func TestWooCommercePingIsAnsweredAndNothingElseUnsigned(t *testing.T) {
 	for _, body := range []string{"webhook_id=42&x=1", "webhook_id=", "webhook_id=4a", `{"id":42}`, "webhook_id=123456789012345678901"} {
 		r := ping
 		r.Body = []byte(body)
-		if err := v.Verify(r); !errors.Is(err, webhook.ErrNotSigned) {
+		if err := v.CheckSignature(r); !errors.Is(err, webhook.ErrNotSigned) {
 			t.Errorf("%q unsigned: %v", body, err)
 		}
 	}
 	signed := ping
-	signed.Headers = map[string]string{"x-wc-webhook-signature": "EK6K7lbUeKTzZLFIyKru1dSkTBign6n0Ypj/bpbVVrM="}
-	if err := v.Verify(signed); !errors.Is(err, webhook.ErrNoValidSignature) {
+	signed.Header = hdr(map[string]string{"x-wc-webhook-signature": "EK6K7lbUeKTzZLFIyKru1dSkTBign6n0Ypj/bpbVVrM="})
+	if err := v.CheckSignature(signed); !errors.Is(err, webhook.ErrNoValidSignature) {
 		t.Errorf("a ping body with a wrong signature: %v", err)
 	}
 	// Other presets let no ping through.
-	if err := presetVerifier(t, "razorpay", "s").Verify(webhook.Request{Body: []byte("webhook_id=42")}); !errors.Is(err, webhook.ErrNotSigned) {
+	if err := presetVerifier(t, "razorpay", "s").CheckSignature(webhook.Request{Body: []byte("webhook_id=42")}); !errors.Is(err, webhook.ErrNotSigned) {
 		t.Errorf("razorpay: %v", err)
 	}
 }

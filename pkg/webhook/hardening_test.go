@@ -15,6 +15,7 @@ import (
 // TestBodyOnlySignersKeyOnTheBodyWhateverTheHeaders: GitHub and Shopify sign
 // the body only, so a captured body re-sent with another delivery id or event
 // type must keep its key, and only a different signed body may change it.
+// Cyclomatic over 15: one captured delivery re-sent under each unsigned header, each an independent check.
 func TestBodyOnlySignersKeyOnTheBodyWhateverTheHeaders(t *testing.T) {
 	for provider, fixture := range map[string]string{
 		"github":  "events/github_push.json",
@@ -37,7 +38,7 @@ func TestBodyOnlySignersKeyOnTheBodyWhateverTheHeaders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if first.ID != webhook.BodyDigestID(body) || !strings.HasPrefix(first.ID, webhook.BodyDigestPrefix) {
+			if first.ID != bodyDigest(body) || !strings.HasPrefix(first.ID, "sha256:") {
 				t.Fatalf("ID %q is not the body digest", first.ID)
 			}
 			if want := []string{"delivery_id", "type"}; !slices.Equal(first.Unsigned, want) {
@@ -125,16 +126,16 @@ func TestErrorsQuoteABoundedPieceOfTheRequest(t *testing.T) {
 		headers  map[string]string
 		body     []byte
 	}{
-		{"stripe", map[string]string{webhook.StripeSignatureHeader: "t=1," + huge}, body},
-		{"stripe", map[string]string{webhook.StripeSignatureHeader: huge + ",t=1"}, body},
-		{"stripe", map[string]string{webhook.StripeSignatureHeader: "t=1,v1=" + huge}, body},
-		{"standard", map[string]string{webhook.StandardIDHeader: huge, webhook.StandardTimestampHeader: huge, webhook.StandardSignatureHeader: huge}, body},
-		{"slack", map[string]string{webhook.SlackSignatureHeader: "v0=" + huge, webhook.SlackTimestampHeader: huge}, body},
-		{"github", map[string]string{webhook.GitHubSignatureHeader: "sha256=" + huge}, body},
-		{"shopify", map[string]string{webhook.ShopifyHMACHeader: huge}, body},
+		{"stripe", map[string]string{"stripe-signature": "t=1," + huge}, body},
+		{"stripe", map[string]string{"stripe-signature": huge + ",t=1"}, body},
+		{"stripe", map[string]string{"stripe-signature": "t=1,v1=" + huge}, body},
+		{"standard", map[string]string{"webhook-id": huge, "webhook-timestamp": huge, "webhook-signature": huge}, body},
+		{"slack", map[string]string{"x-slack-signature": "v0=" + huge, "x-slack-request-timestamp": huge}, body},
+		{"github", map[string]string{"x-hub-signature-256": "sha256=" + huge}, body},
+		{"shopify", map[string]string{"x-shopify-hmac-sha256": huge}, body},
 	} {
 		p := mustNew(t, tc.provider, testSecrets[tc.provider][0])
-		err := p.Verify(tc.headers, tc.body, testNow)
+		err := p.CheckSignature(tc.headers, tc.body, testNow)
 		if err == nil || len(err.Error()) > 1024 {
 			t.Errorf("%s: Verify error of %d bytes: %.300s", tc.provider, len(err.Error()), err)
 		}

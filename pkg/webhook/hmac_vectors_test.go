@@ -19,9 +19,9 @@ const (
 )
 
 func squareRequest(rawURL, body, sig string) webhook.Request {
-	return webhook.Request{URL: rawURL, Body: []byte(body), Headers: map[string]string{
+	return webhook.Request{URL: rawURL, Body: []byte(body), Header: hdr(map[string]string{
 		"content-type": "application/json", "x-square-hmacsha256-signature": sig,
-	}}
+	})}
 }
 
 func TestSquarePublishedVectors(t *testing.T) {
@@ -75,7 +75,7 @@ func paddleRequest(body, sig string, now time.Time) webhook.Request {
 	if sig != "" {
 		h["paddle-signature"] = sig
 	}
-	return webhook.Request{Body: []byte(body), Headers: h, Now: now}
+	return webhook.Request{Body: []byte(body), Header: hdr(h), Now: now}
 }
 
 func TestPaddlePublishedVectors(t *testing.T) {

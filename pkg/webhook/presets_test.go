@@ -1,7 +1,9 @@
 package webhook_test
 
 import (
+	"encoding/hex"
 	"errors"
+	"github.com/idemlambda/idem/internal/preset"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,7 @@ type vector struct {
 // presetVerifier returns the verifier of a named preset.
 func presetVerifier(t testing.TB, name string, secrets ...string) *webhook.Verifier {
 	t.Helper()
-	p, ok := webhook.Lookup(name)
+	p, ok := preset.Lookup(name)
 	if !ok {
 		t.Fatalf("Lookup(%q): no such preset", name)
 	}
@@ -38,7 +40,7 @@ func checkVectors(t *testing.T, preset string, vectors []vector) {
 	for _, tc := range vectors {
 		t.Run(tc.name, func(t *testing.T) {
 			v := presetVerifier(t, preset, tc.secret)
-			err := v.Verify(tc.req)
+			err := v.CheckSignature(tc.req)
 			switch {
 			case tc.wantErr == nil && err != nil:
 				t.Fatalf("Verify: %v; the published vector is valid", err)
@@ -50,20 +52,23 @@ func checkVectors(t *testing.T, preset string, vectors []vector) {
 }
 
 func TestEveryPresetIsValid(t *testing.T) {
-	if len(webhook.PresetNames()) < 18 {
-		t.Fatalf("PresetNames() = %v, want at least the 18 named senders", webhook.PresetNames())
+	if len(webhook.Names()) < 18 {
+		t.Fatalf("PresetNames() = %v, want at least the 18 named senders", webhook.Names())
 	}
-	for _, name := range webhook.PresetNames() {
-		p, _ := webhook.Lookup(name)
+	for _, name := range webhook.Names() {
+		p, _ := preset.Lookup(name)
 		if p.Name != name {
 			t.Errorf("preset %q is named %q", name, p.Name)
 		}
 		secret := "s3cr3t"
 		switch p.Algorithm {
-		case webhook.Ed25519:
+		case preset.Ed25519:
 			secret = discordPublicKeyHex
-		case webhook.ECDSAP256:
+		case preset.ECDSAP256:
 			secret = sendgridKey1
+		}
+		if p.Family == preset.FamilyItemHMAC {
+			secret = hex.EncodeToString([]byte(secret)) // Adyen's keys are hex
 		}
 		if _, err := webhook.NewVerifier(p, []string{secret}, 0); err != nil {
 			t.Errorf("NewVerifier(%s): %v", name, err)
@@ -72,13 +77,13 @@ func TestEveryPresetIsValid(t *testing.T) {
 			t.Errorf("preset %s: result TTL %s, retries %q: both are required", name, p.ResultTTL, p.Retries)
 		}
 	}
-	if _, ok := webhook.Lookup("nope"); ok {
+	if _, ok := preset.Lookup("nope"); ok {
 		t.Error(`Lookup("nope") found a preset`)
 	}
 }
 
 func TestNewVerifierRefusesMissingSecretsAndBadPresets(t *testing.T) {
-	p, _ := webhook.Lookup("square")
+	p, _ := preset.Lookup("square")
 	if _, err := webhook.NewVerifier(p, nil, 0); !errors.Is(err, webhook.ErrNoSecret) {
 		t.Errorf("no secrets: %v, want ErrNoSecret", err)
 	}
@@ -98,16 +103,16 @@ func TestNewVerifierRefusesMissingSecretsAndBadPresets(t *testing.T) {
 	if _, err := webhook.NewVerifier(bad, []string{"a"}, 0); err == nil {
 		t.Error("URL family without {url} accepted")
 	}
-	bad, _ = webhook.Lookup("razorpay")
-	bad.EventID = webhook.Source{Header: "x-razorpay-event-id"} // not signed
+	bad, _ = preset.Lookup("razorpay")
+	bad.EventID = preset.Source{Header: "x-razorpay-event-id"} // not signed
 	if _, err := webhook.NewVerifier(bad, []string{"a"}, 0); err == nil {
 		t.Error("event id from an unsigned header accepted")
 	}
-	d, _ := webhook.Lookup("discord")
+	d, _ := preset.Lookup("discord")
 	if _, err := webhook.NewVerifier(d, []string{"not-hex"}, 0); !errors.Is(err, webhook.ErrInvalidSecret) {
 		t.Errorf("bad Ed25519 key: %v, want ErrInvalidSecret", err)
 	}
-	s, _ := webhook.Lookup("sendgrid")
+	s, _ := preset.Lookup("sendgrid")
 	// sendgrid-go eventwebhook_test.go TestConvertPublicKeyBase64ToECDSA:
 	// a corrupted key does not parse.
 	if _, err := webhook.NewVerifier(s, []string{sendgridKey1 + "corrupting the public key"}, 0); !errors.Is(err, webhook.ErrInvalidSecret) {
@@ -142,7 +147,7 @@ func TestAmbiguousBodyIDsAreRefused(t *testing.T) {
 func TestVerifyErrorsNeverQuoteTheHeader(t *testing.T) {
 	v := presetVerifier(t, "paddle", "k")
 	huge := "ts=1;h1=" + strings.Repeat("A", 500_000)
-	err := v.Verify(webhook.Request{Headers: map[string]string{"paddle-signature": huge}, Body: []byte("{}"), Now: time.Unix(1, 0)})
+	err := v.CheckSignature(webhook.Request{Header: hdr(map[string]string{"paddle-signature": huge}), Body: []byte("{}"), Now: time.Unix(1, 0)})
 	if err == nil || len(err.Error()) > 256 {
 		t.Fatalf("error of %d bytes", len(err.Error()))
 	}
@@ -151,25 +156,21 @@ func TestVerifyErrorsNeverQuoteTheHeader(t *testing.T) {
 func TestSecretsRotate(t *testing.T) {
 	// The Square vector verifies when its key is any of the configured ones.
 	v := presetVerifier(t, "square", "old-key", squareKey)
-	if err := v.Verify(squareRequest(squareURL, squareBody, squareSig)); err != nil {
+	if err := v.CheckSignature(squareRequest(squareURL, squareBody, squareSig)); err != nil {
 		t.Fatal(err)
 	}
-	if v.DefaultResultTTL() != 72*time.Hour || v.Preset().Name != "square" {
-		t.Fatalf("ttl %s, preset %q", v.DefaultResultTTL(), v.Preset().Name)
+	if v.ResultTTL() != 72*time.Hour || v.Preset().Name != "square" {
+		t.Fatalf("ttl %s, preset %q", v.ResultTTL(), v.Preset().Name)
 	}
 }
 
-func TestPresetForNamesEveryPresetAndTheConfigurableOne(t *testing.T) {
-	for _, name := range webhook.PresetNames() {
-		if p, err := webhook.PresetFor(name, func(string) string { return "" }); err != nil || p.Name != name {
-			t.Errorf("PresetFor(%s) = %v, %v", name, p.Name, err)
+func TestNewKnowsEveryName(t *testing.T) {
+	for _, name := range webhook.Names() {
+		if v, err := webhook.New(name, []string{webhook.DevSecret(name)}, 0); err != nil || v.Preset().Name != name {
+			t.Errorf("New(%s): %v", name, err)
 		}
 	}
-	if _, err := webhook.PresetFor("nope", func(string) string { return "" }); !errors.Is(err, webhook.ErrUnknownProvider) {
+	if _, err := webhook.New("nope", []string{"s"}, 0); !errors.Is(err, webhook.ErrUnknownProvider) {
 		t.Errorf("unknown: %v", err)
-	}
-	p, err := webhook.PresetFor("hmac", func(k string) string { return map[string]string{"WEBHOOK_HMAC_HEADER": "x-sig"}[k] })
-	if err != nil || p.Name != "hmac" {
-		t.Errorf("hmac: %+v, %v", p, err)
 	}
 }

@@ -48,11 +48,11 @@ func TestShopifyKnownAnswers(t *testing.T) {
 				t.Fatalf("ShopifyHMAC = %q, want %q", got, v.HMAC)
 			}
 			p := mustNew(t, "shopify", v.Secret)
-			if err := p.Verify(shopifyHeader(v.HMAC), body, testNow); err != nil {
+			if err := p.CheckSignature(shopifyHeader(v.HMAC), body, testNow); err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
-			wantErr(t, p.Verify(shopifyHeader(v.HMAC), append(body, '\n'), testNow), webhook.ErrNoValidSignature)
-			wantErr(t, mustNew(t, "shopify", v.Secret+"x").Verify(shopifyHeader(v.HMAC), body, testNow), webhook.ErrNoValidSignature)
+			wantErr(t, p.CheckSignature(shopifyHeader(v.HMAC), append(body, '\n'), testNow), webhook.ErrNoValidSignature)
+			wantErr(t, mustNew(t, "shopify", v.Secret+"x").CheckSignature(shopifyHeader(v.HMAC), body, testNow), webhook.ErrNoValidSignature)
 		})
 	}
 }
@@ -92,7 +92,7 @@ func TestShopifyAcceptsOnlyCanonicalBase64(t *testing.T) {
 		{"two values", v.HMAC + "," + v.HMAC, webhook.ErrInvalidHeader},
 		{"another MAC", webhooktest.ShopifyHMAC(v.Secret, []byte("{}")), webhook.ErrNoValidSignature},
 	} {
-		err := p.Verify(shopifyHeader(tc.header), body, testNow)
+		err := p.CheckSignature(shopifyHeader(tc.header), body, testNow)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s (%q): error = %v, want %v", tc.name, tc.header, err, tc.want)
 		}
@@ -105,14 +105,14 @@ func TestShopifyEventTakesWebhookIDTopicAndResourceID(t *testing.T) {
 	p := mustNew(t, "shopify", shopifySecret)
 	body := readFixture(t, "events/shopify_orders_create.json")
 	headers := map[string]string{
-		webhook.ShopifyWebhookIDHeader: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
-		webhook.ShopifyEventIDHeader:   "98880550-7158-44d4-b7cd-2c97c8a091b5",
-		webhook.ShopifyTopicHeader:     "orders/create",
-		"x-shopify-shop-domain":        "shop.myshopify.com",
+		"x-shopify-webhook-id":  "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
+		"x-shopify-event-id":    "98880550-7158-44d4-b7cd-2c97c8a091b5",
+		"x-shopify-topic":       "orders/create",
+		"x-shopify-shop-domain": "shop.myshopify.com",
 	}
 	// 820982911946154508 is beyond float64 precision: it must survive exactly.
 	want := event{
-		ID:         webhook.BodyDigestID(body),
+		ID:         bodyDigest(body),
 		DeliveryID: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", Type: "orders/create", ObjectID: "820982911946154508",
 		Unsigned: []string{"delivery_id", "type"},
 	}
@@ -120,15 +120,15 @@ func TestShopifyEventTakesWebhookIDTopicAndResourceID(t *testing.T) {
 		t.Fatalf("Event = %+v, %v; want %+v", got, err, want)
 	}
 
-	delete(headers, webhook.ShopifyWebhookIDHeader)
+	delete(headers, "x-shopify-webhook-id")
 	if got, err := p.Event(headers, body); err != nil || got.DeliveryID != "98880550-7158-44d4-b7cd-2c97c8a091b5" || got.ID != want.ID {
 		t.Fatalf("fallback to the event id: %+v, %v", got, err)
 	}
-	delete(headers, webhook.ShopifyEventIDHeader)
+	delete(headers, "x-shopify-event-id")
 	_, err := p.Event(headers, body)
 	wantErr(t, err, webhook.ErrNoEventID)
 
-	headers[webhook.ShopifyWebhookIDHeader] = "w1"
+	headers["x-shopify-webhook-id"] = "w1"
 	for body, objectID := range map[string]string{
 		`{"id":"gid-as-string"}`:                          "gid-as-string",
 		`{"admin_graphql_api_id":"gid://shopify/Shop/1"}`: "gid://shopify/Shop/1",

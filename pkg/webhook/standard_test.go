@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/idemlambda/idem/internal/preset"
 	"net/http"
 	"reflect"
 	"strings"
@@ -27,9 +28,9 @@ type standardVectors struct {
 
 func standardHeaders(id string, ts int64, sig string) map[string]string {
 	return map[string]string{
-		webhook.StandardIDHeader:        id,
-		webhook.StandardTimestampHeader: fmt.Sprint(ts),
-		webhook.StandardSignatureHeader: sig,
+		"webhook-id":        id,
+		"webhook-timestamp": fmt.Sprint(ts),
+		"webhook-signature": sig,
 	}
 }
 
@@ -44,7 +45,7 @@ func TestStandardPublishedVectors(t *testing.T) {
 				t.Fatalf("StandardSignature = %q, %v; want %q", got, err, s.Signature)
 			}
 			p := mustNew(t, "standard", s.Secret)
-			if err := p.Verify(standardHeaders(s.ID, s.Timestamp, s.Signature), []byte(s.Body), at); err != nil {
+			if err := p.CheckSignature(standardHeaders(s.ID, s.Timestamp, s.Signature), []byte(s.Body), at); err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
 			// The reference Go library decodes only padded secrets.
@@ -65,13 +66,13 @@ func TestStandardPublishedVectors(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: unknown error %q", r.Name, r.Error)
 		}
-		err := p.Verify(standardHeaders(ref.ID, ref.Timestamp, r.Signature), []byte(ref.Body), at)
+		err := p.CheckSignature(standardHeaders(ref.ID, ref.Timestamp, r.Signature), []byte(ref.Body), at)
 		if !errors.Is(err, want) {
 			t.Errorf("%s: error = %v, want %v", r.Name, err, want)
 		}
 	}
 	for _, a := range v.Accepted {
-		if err := p.Verify(standardHeaders(ref.ID, ref.Timestamp, a.Signature), []byte(ref.Body), at); err != nil {
+		if err := p.CheckSignature(standardHeaders(ref.ID, ref.Timestamp, a.Signature), []byte(ref.Body), at); err != nil {
 			t.Errorf("%s: %v", a.Name, err)
 		}
 	}
@@ -99,23 +100,23 @@ func TestStandardCrossCheckWithReferenceLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	theirs := standardHeaders("msg_2mQ8cYp1dW6yT0aZ3kB7nR4eLx", now.Unix(), sig)
-	if err := p.Verify(theirs, body, now); err != nil {
+	if err := p.CheckSignature(theirs, body, now); err != nil {
 		t.Fatalf("reference signature refused: %v", err)
 	}
 	other, _ := webhooktest.StandardSignature("whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD", "msg_2mQ8cYp1dW6yT0aZ3kB7nR4eLx", body, now)
-	theirs[webhook.StandardSignatureHeader] = other + " " + sig + " v2,abc"
-	if err := p.Verify(theirs, body, now); err != nil {
+	theirs["webhook-signature"] = other + " " + sig + " v2,abc"
+	if err := p.CheckSignature(theirs, body, now); err != nil {
 		t.Fatalf("multi-signature refused: %v", err)
 	}
-	h.Set(webhook.StandardSignatureHeader, theirs[webhook.StandardSignatureHeader])
+	h.Set("webhook-signature", theirs["webhook-signature"])
 	if err := wh.Verify(body, h); err != nil {
 		t.Fatalf("reference refuses the same multi-signature: %v", err)
 	}
 
 	// Both refuse a delivery signed for another message id.
-	theirs[webhook.StandardIDHeader] = "msg_other"
-	h.Set(webhook.StandardIDHeader, "msg_other")
-	wantErr(t, p.Verify(theirs, body, now), webhook.ErrNoValidSignature)
+	theirs["webhook-id"] = "msg_other"
+	h.Set("webhook-id", "msg_other")
+	wantErr(t, p.CheckSignature(theirs, body, now), webhook.ErrNoValidSignature)
 	if wh.Verify(body, h) == nil {
 		t.Fatal("reference accepted a changed message id")
 	}
@@ -123,19 +124,19 @@ func TestStandardCrossCheckWithReferenceLibrary(t *testing.T) {
 
 func TestStandardSecretForms(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
-	secret := webhook.StandardSecret(key)
+	secret := whsec(string(key))
 	if !strings.HasPrefix(secret, "whsec_") {
 		t.Fatalf("StandardSecret = %q", secret)
 	}
 	for _, s := range []string{secret, strings.TrimPrefix(secret, "whsec_"), strings.TrimRight(secret, "=")} {
-		got, err := webhook.DecodeStandardSecret(s)
+		got, err := preset.DecodeWhsec(s)
 		if err != nil || !bytes.Equal(got, key) {
 			t.Errorf("DecodeStandardSecret(%q) = %q, %v", s, got, err)
 		}
 	}
 	for _, s := range []string{"whsec_", "whsec_!!!!", "whsec_abc$", "not base64 at all", "whsec_QUJD=", "=="} {
-		_, err := webhook.DecodeStandardSecret(s)
-		wantErr(t, err, webhook.ErrInvalidSecret)
+		_, err := preset.DecodeWhsec(s)
+		wantErr(t, err, preset.ErrInvalidWhsec)
 		_, err = webhook.New("standard", []string{s}, 0)
 		wantErr(t, err, webhook.ErrInvalidSecret)
 	}
@@ -152,17 +153,17 @@ func TestStandardRejectsMissingOrMalformedHeaders(t *testing.T) {
 	p := mustNew(t, "standard", standardSecret)
 	body := []byte(`{"type":"user.created"}`)
 	good := p.Sign(standardSecret, body, testNow)
-	for _, name := range []string{webhook.StandardIDHeader, webhook.StandardTimestampHeader, webhook.StandardSignatureHeader} {
+	for _, name := range []string{"webhook-id", "webhook-timestamp", "webhook-signature"} {
 		h := merged(good)
 		delete(h, name)
-		wantErr(t, p.Verify(h, body, testNow), webhook.ErrNotSigned)
+		wantErr(t, p.CheckSignature(h, body, testNow), webhook.ErrNotSigned)
 	}
-	ts := good[webhook.StandardTimestampHeader]
+	ts := good["webhook-timestamp"]
 	for _, bad := range []string{"hello", ts + ".0", "-" + ts, "+" + ts, "0" + ts, ts + " ", "1e9", "99999999999999999999"} {
-		h := merged(good, map[string]string{webhook.StandardTimestampHeader: bad})
-		wantErr(t, p.Verify(h, body, testNow), webhook.ErrInvalidHeader)
+		h := merged(good, map[string]string{"webhook-timestamp": bad})
+		wantErr(t, p.CheckSignature(h, body, testNow), webhook.ErrInvalidHeader)
 	}
-	sig := good[webhook.StandardSignatureHeader]
+	sig := good["webhook-signature"]
 	for _, tc := range []struct {
 		header string
 		want   error
@@ -171,7 +172,7 @@ func TestStandardRejectsMissingOrMalformedHeaders(t *testing.T) {
 		{"V1," + sig[3:], webhook.ErrNoValidSignature},
 		{"  " + sig + "  ", nil}, // empty entries between spaces are skipped
 	} {
-		err := p.Verify(merged(good, map[string]string{webhook.StandardSignatureHeader: tc.header}), body, testNow)
+		err := p.CheckSignature(merged(good, map[string]string{"webhook-signature": tc.header}), body, testNow)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%q: error = %v, want %v", tc.header, err, tc.want)
 		}
@@ -191,7 +192,7 @@ func TestStandardMalformedEntryIsANonMatch(t *testing.T) {
 	ref := standardReference(t)
 	body := []byte(`{"type":"user.created"}`)
 	good := p.Sign(standardSecret, body, testNow)
-	sig := good[webhook.StandardSignatureHeader]
+	sig := good["webhook-signature"]
 	malformed := []string{
 		"junk",
 		",abc",
@@ -211,8 +212,8 @@ func TestStandardMalformedEntryIsANonMatch(t *testing.T) {
 			{m + " " + sig, true},
 			{sig + " " + m, true},
 		} {
-			h := merged(good, map[string]string{webhook.StandardSignatureHeader: tc.header})
-			ours := p.Verify(h, body, testNow)
+			h := merged(good, map[string]string{"webhook-signature": tc.header})
+			ours := p.CheckSignature(h, body, testNow)
 			theirs := ref.VerifyIgnoringTimestamp(body, standardHTTPHeader(h))
 			if (ours == nil) != tc.accept || (theirs == nil) != tc.accept {
 				t.Errorf("%q: want accept=%v; ours: %v; reference: %v", tc.header, tc.accept, ours, theirs)
@@ -228,8 +229,8 @@ func TestStandardMalformedEntryIsANonMatch(t *testing.T) {
 	// so here it matches nothing; the Python library
 	// (libraries/python/standardwebhooks/webhooks.py) refuses it too.
 	for _, header := range []string{sig + ",", sig + ",extra"} {
-		h := merged(good, map[string]string{webhook.StandardSignatureHeader: header})
-		wantErr(t, p.Verify(h, body, testNow), webhook.ErrNoValidSignature)
+		h := merged(good, map[string]string{"webhook-signature": header})
+		wantErr(t, p.CheckSignature(h, body, testNow), webhook.ErrNoValidSignature)
 		if err := ref.VerifyIgnoringTimestamp(body, standardHTTPHeader(h)); err != nil {
 			t.Fatalf("the reference library changed: it now refuses %q: %v", header, err)
 		}
@@ -250,37 +251,37 @@ func TestStandardAcceptsSvixBrandedHeaders(t *testing.T) {
 	body := readFixture(t, "events/standard_invoice_paid.json")
 	signed := p.Sign(standardSecret, body, testNow)
 	svix := map[string]string{
-		"svix-id":        signed[webhook.StandardIDHeader],
-		"svix-timestamp": signed[webhook.StandardTimestampHeader],
-		"svix-signature": signed[webhook.StandardSignatureHeader],
+		"svix-id":        signed["webhook-id"],
+		"svix-timestamp": signed["webhook-timestamp"],
+		"svix-signature": signed["webhook-signature"],
 	}
-	if err := p.Verify(svix, body, testNow); err != nil {
+	if err := p.CheckSignature(svix, body, testNow); err != nil {
 		t.Fatalf("Verify(svix-*): %v", err)
 	}
-	if ev, err := p.Event(svix, body); err != nil || ev.ID != signed[webhook.StandardIDHeader] {
+	if ev, err := p.Event(svix, body); err != nil || ev.ID != signed["webhook-id"] {
 		t.Fatalf("Event(svix-*) = %+v, %v", ev, err)
 	}
 	// A complete webhook-* set wins over svix-*: a bad one is not rescued.
-	both := merged(svix, standardHeaders("msg_other", testNow.Unix(), signed[webhook.StandardSignatureHeader]))
-	wantErr(t, p.Verify(both, body, testNow), webhook.ErrNoValidSignature)
+	both := merged(svix, standardHeaders("msg_other", testNow.Unix(), signed["webhook-signature"]))
+	wantErr(t, p.CheckSignature(both, body, testNow), webhook.ErrNoValidSignature)
 }
 
 func TestStandardSignTakesTheMessageIDFromTheBody(t *testing.T) {
 	p := mustNew(t, "standard", standardSecret)
 	withID := []byte(`{"id":"msg_fromBody","type":"x"}`)
-	if got := p.Sign(standardSecret, withID, testNow)[webhook.StandardIDHeader]; got != "msg_fromBody" {
+	if got := p.Sign(standardSecret, withID, testNow)["webhook-id"]; got != "msg_fromBody" {
 		t.Fatalf("webhook-id = %q", got)
 	}
 	body := readFixture(t, "events/standard_invoice_paid.json")
 	first := p.Sign(standardSecret, body, testNow)
 	retry := p.Sign(standardSecret, body, testNow.Add(time.Minute))
-	if first[webhook.StandardIDHeader] == "" || first[webhook.StandardIDHeader] != retry[webhook.StandardIDHeader] {
-		t.Fatalf("a re-signed body changed id: %q then %q", first[webhook.StandardIDHeader], retry[webhook.StandardIDHeader])
+	if first["webhook-id"] == "" || first["webhook-id"] != retry["webhook-id"] {
+		t.Fatalf("a re-signed body changed id: %q then %q", first["webhook-id"], retry["webhook-id"])
 	}
-	if first[webhook.StandardSignatureHeader] == retry[webhook.StandardSignatureHeader] {
+	if first["webhook-signature"] == retry["webhook-signature"] {
 		t.Fatal("a later signature should differ")
 	}
-	if other := p.Sign(standardSecret, withID, testNow); other[webhook.StandardIDHeader] == first[webhook.StandardIDHeader] {
+	if other := p.Sign(standardSecret, withID, testNow); other["webhook-id"] == first["webhook-id"] {
 		t.Fatal("different bodies share an id")
 	}
 }
@@ -288,7 +289,7 @@ func TestStandardSignTakesTheMessageIDFromTheBody(t *testing.T) {
 func TestStandardEvent(t *testing.T) {
 	p := mustNew(t, "standard", standardSecret)
 	body := readFixture(t, "events/standard_invoice_paid.json")
-	h := map[string]string{webhook.StandardIDHeader: "msg_p5jXN8AQM9LWM0D4loKWxJek"}
+	h := map[string]string{"webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek"}
 	want := event{ID: "msg_p5jXN8AQM9LWM0D4loKWxJek", Type: "invoice.paid", ObjectID: "inv_2f0G8bYd3kQ1"}
 	if got, err := p.Event(h, body); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Event = %+v, %v; want %+v", got, err, want)

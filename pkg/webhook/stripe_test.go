@@ -21,7 +21,7 @@ func TestStripeAcceptsStripeGoTestSignedPayload(t *testing.T) {
 	signed := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{
 		Payload: body, Secret: stripeSecret, Timestamp: testNow,
 	})
-	if err := p.Verify(stripeHeader(signed.Header), body, testNow); err != nil {
+	if err := p.CheckSignature(stripeHeader(signed.Header), body, testNow); err != nil {
 		t.Fatalf("Verify(stripe-go header): %v", err)
 	}
 	if got := webhooktest.StripeSignature(stripeSecret, body, testNow); got != signed.Header {
@@ -31,14 +31,14 @@ func TestStripeAcceptsStripeGoTestSignedPayload(t *testing.T) {
 	other := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{
 		Payload: body, Secret: "whsec_not_ours", Timestamp: testNow,
 	})
-	wantErr(t, p.Verify(stripeHeader(other.Header), body, testNow), webhook.ErrNoValidSignature)
+	wantErr(t, p.CheckSignature(stripeHeader(other.Header), body, testNow), webhook.ErrNoValidSignature)
 }
 
 func TestStripeGoAcceptsOurSignature(t *testing.T) {
 	p := mustNew(t, "stripe", stripeSecret)
 	now := time.Now() // stripe-go reads the real clock
 	body, _ := p.Sample("evt_1QstripeGoCrossCheck", now)
-	header := p.Sign(stripeSecret, body, now)[webhook.StripeSignatureHeader]
+	header := p.Sign(stripeSecret, body, now)["stripe-signature"]
 
 	// Default options also check that the sample's API version is the one the
 	// pinned stripe-go expects.
@@ -93,7 +93,7 @@ func TestStripeAgreesWithStripeGo(t *testing.T) {
 		{"empty", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ours := p.Verify(stripeHeader(tc.header), body, now)
+			ours := p.CheckSignature(stripeHeader(tc.header), body, now)
 			theirs := stripewebhook.ValidatePayloadWithTolerance(body, tc.header, stripeSecret, webhook.DefaultTolerance)
 			if (ours == nil) != tc.accept || (theirs == nil) != tc.accept {
 				t.Fatalf("want accept=%v; ours: %v; stripe-go: %v", tc.accept, ours, theirs)
@@ -108,7 +108,7 @@ func TestStripeAgreesWithStripeGo(t *testing.T) {
 	if err := stripewebhook.ValidatePayload(body, header, stripeSecret); err != nil {
 		t.Fatalf("stripe-go changed: it now refuses a future timestamp: %v", err)
 	}
-	wantErr(t, p.Verify(stripeHeader(header), body, now), webhook.ErrTooNew)
+	wantErr(t, p.CheckSignature(stripeHeader(header), body, now), webhook.ErrTooNew)
 }
 
 func TestStripeRejectsMalformedSignatureHeaders(t *testing.T) {
@@ -149,7 +149,7 @@ func TestStripeRejectsMalformedSignatureHeaders(t *testing.T) {
 		{"t=" + ts + ",V1=" + good, webhook.ErrNoValidSignature},
 		{"t=" + ts + ", v1=" + good, webhook.ErrNoValidSignature},
 	} {
-		err := p.Verify(stripeHeader(tc.header), body, testNow)
+		err := p.CheckSignature(stripeHeader(tc.header), body, testNow)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%q: error = %v, want %v", tc.header, err, tc.want)
 		}
@@ -174,7 +174,7 @@ func TestStripeValidV1BesideAnUnparseableV1IsAccepted(t *testing.T) {
 		fmt.Sprintf("t=%d,v1=potato,v1=%s", now.Unix(), strings.TrimPrefix(valid, fmt.Sprintf("t=%d,v1=", now.Unix()))),
 		valid + ",v1=" + strings.Repeat("f", 63), // hex-like, wrong length
 	} {
-		if err := p.Verify(stripeHeader(header), body, now); err != nil {
+		if err := p.CheckSignature(stripeHeader(header), body, now); err != nil {
 			t.Errorf("%q: %v", header, err)
 		}
 		if err := stripewebhook.ValidatePayload(body, header, stripeSecret); err != nil {
@@ -183,7 +183,7 @@ func TestStripeValidV1BesideAnUnparseableV1IsAccepted(t *testing.T) {
 	}
 	// Without the valid v1, nothing verifies, in either library.
 	header := fmt.Sprintf("t=%d,v1=bad_signature", now.Unix())
-	wantErr(t, p.Verify(stripeHeader(header), body, now), webhook.ErrNoValidSignature)
+	wantErr(t, p.CheckSignature(stripeHeader(header), body, now), webhook.ErrNoValidSignature)
 	if err := stripewebhook.ValidatePayload(body, header, stripeSecret); err == nil {
 		t.Fatal("stripe-go accepted a header without a valid v1")
 	}

@@ -47,14 +47,14 @@ func twilioForm(rawURL string, params url.Values, signature string) webhook.Requ
 	if signature != "" {
 		h["x-twilio-signature"] = signature
 	}
-	return webhook.Request{URL: rawURL, Headers: h, Body: []byte(params.Encode())}
+	return webhook.Request{URL: rawURL, Header: hdr(h), Body: []byte(params.Encode())}
 }
 
 // twilioJSON is a JSON delivery to rawURL.
 func twilioJSON(rawURL, body, signature string) webhook.Request {
-	return webhook.Request{URL: rawURL, Body: []byte(body), Headers: map[string]string{
+	return webhook.Request{URL: rawURL, Body: []byte(body), Header: hdr(map[string]string{
 		"content-type": "application/json", "x-twilio-signature": signature,
-	}}
+	})}
 }
 
 func TestTwilioPublishedVectors(t *testing.T) {
@@ -122,7 +122,7 @@ func TestTwilioPublishedVectors(t *testing.T) {
 func TestTwilioNeedsThePublicURL(t *testing.T) {
 	v := presetVerifier(t, "twilio", twilioToken)
 	r := twilioForm("", twilioParams5, "RSOYDt4T1cUTdK1PDd93/VVr8B8=")
-	if err := v.Verify(r); err == nil {
+	if err := v.CheckSignature(r); err == nil {
 		t.Fatal("verified without a URL")
 	}
 }
@@ -137,7 +137,7 @@ func TestTwilioIDIsTheSameForEveryOrderOfTheSignedForm(t *testing.T) {
 	b.Body = []byte("To=%2B18005551212&From=%2B14158675309&Digits=1234&Caller=%2B14158675309&CallSid=CA1234567890ABCDE")
 	b.URL = "https://mycompany.com:443/myapp.php?foo=1&bar=2"
 	for _, r := range []webhook.Request{a, b} {
-		if err := v.Verify(r); err != nil {
+		if err := v.CheckSignature(r); err != nil {
 			t.Fatalf("Verify: %v", err)
 		}
 	}

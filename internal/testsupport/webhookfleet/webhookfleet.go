@@ -20,6 +20,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idem/internal/apigw"
 	"github.com/idemlambda/idem/internal/functions/webhook/handler"
 	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
@@ -40,17 +41,13 @@ func NewEvent(id string) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("webhookfleet: event %s: %w", id, err)
 	}
-	return Event{ID: id, Body: r.Body, Headers: r.Headers}, nil
+	return Event{ID: id, Body: r.Body, Headers: apigw.EventHeaders(r.Header)}, nil
 }
 
 // Request returns a delivery of e signed with secret at now, as API Gateway hands it to the
 // function.
 func (e Event) Request(secret string, now time.Time) (events.APIGatewayV2HTTPRequest, error) {
-	stripe, ok := webhook.Lookup("stripe")
-	if !ok {
-		return events.APIGatewayV2HTTPRequest{}, errors.New("webhookfleet: no stripe preset")
-	}
-	signed, err := webhooktest.Sign(stripe, secret, webhook.Request{Headers: e.Headers, Body: e.Body, Now: now})
+	signed, err := webhooktest.Sign("stripe", secret, webhook.Request{Header: apigw.HTTPHeader(e.Headers), Body: e.Body, Now: now})
 	if err != nil {
 		return events.APIGatewayV2HTTPRequest{}, fmt.Errorf("webhookfleet: sign %s: %w", e.ID, err)
 	}
@@ -58,7 +55,7 @@ func (e Event) Request(secret string, now time.Time) (events.APIGatewayV2HTTPReq
 		Version:  "2.0",
 		RouteKey: "POST /webhooks/stripe",
 		RawPath:  "/webhooks/stripe",
-		Headers:  signed.Headers,
+		Headers:  apigw.EventHeaders(signed.Header),
 		Body:     string(e.Body),
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/webhooks/stripe"},

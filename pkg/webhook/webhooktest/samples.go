@@ -5,16 +5,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// Sample returns an unsigned delivery of preset name, shaped like the
+// Sample returns an unsigned delivery of the sender called name, shaped like the
 // sender's own: the body and the headers other than the signature (content
 // type, event type, message id). eventID is the event's id: the Event.ID a
-// verifier reads when the sender signs an id, else a value inside the body,
+// webhook.Delivery.ID is when the sender signs an id, else a value inside the body,
 // so different eventIDs give different digest ids. Sign it with Sign; a URL
 // scheme needs Request.URL set first.
 func Sample(name, eventID string, now time.Time) (webhook.Request, error) {
@@ -23,13 +24,14 @@ func Sample(name, eventID string, now time.Time) (webhook.Request, error) {
 		return webhook.Request{}, fmt.Errorf("webhooktest: no sample for %q", name)
 	}
 	body, headers := build(eventID, now)
-	if headers == nil {
-		headers = map[string]string{}
+	h := make(http.Header, len(headers)+1)
+	for k, v := range headers {
+		h.Set(k, v)
 	}
-	if _, ok := headers["content-type"]; !ok {
-		headers["content-type"] = "application/json"
+	if h.Get("content-type") == "" {
+		h.Set("content-type", "application/json")
 	}
-	return webhook.Request{Body: body, Headers: headers, Method: "POST", Now: now}, nil
+	return webhook.Request{Body: body, Header: h, Method: "POST", Now: now}, nil
 }
 
 // derived returns n hex digits derived from seed, for stable sample ids.
@@ -126,6 +128,7 @@ var samples = map[string]sampleFunc{
 				"x-event-key": "repo:push", "x-request-uuid": id,
 			}
 	},
+	"adyen": sampleAdyen,
 	"intercom": func(id string, now time.Time) ([]byte, map[string]string) {
 		return mustJSON(map[string]any{
 			"type": "notification_event", "id": id, "topic": "conversation.user.created", "app_id": "abc123",

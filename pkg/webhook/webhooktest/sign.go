@@ -11,6 +11,7 @@
 package webhooktest
 
 import (
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/hmac"
@@ -27,94 +28,117 @@ import (
 	"hash"
 	"maps"
 	"mime"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/idemlambda/idem/internal/preset"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// Sign returns r signed with secret as p's sender signs it at r.Now: r's
-// headers plus the signature headers (and the timestamp and message-id
-// headers the scheme needs; an id already in r.Headers is kept, else one is
-// derived from the body so a re-signed retry keeps it). For
-// webhook.FamilyBodySignature the signature goes into the JSON body, which is
-// re-encoded.
+// Sign returns r signed with secret as the sender called provider
+// (webhook.Names) signs it at r.Now (time.Now when zero): r's headers plus
+// the signature headers (and the timestamp and message-id headers the scheme
+// needs; an id already in r.Header is kept, else one is derived from the body
+// so a re-signed retry keeps it). A sender that signs inside its body
+// (Mailgun) gets the signature there, and the body is re-encoded.
 //
-// secret is what the sender holds: the shared secret or token, or for
-// webhook.FamilyPublicKey the private key (Ed25519: hex of the 32-byte seed;
-// ECDSA P-256: base64 DER, SEC 1 or PKCS #8). A URL scheme needs r.URL.
-func Sign(p webhook.Preset, secret string, r webhook.Request) (webhook.Request, error) {
-	out := r
-	out.Headers = maps.Clone(r.Headers)
-	if out.Headers == nil {
-		out.Headers = map[string]string{}
+// secret is what the sender holds: the shared secret or token, or for a
+// public-key sender the private key (Ed25519: hex of the 32-byte seed;
+// ECDSA P-256: base64 DER, SEC 1 or PKCS #8; KeyPair makes both halves). A
+// URL-signing sender needs r.URL; for one that signs a JSON body through the
+// URL (Twilio's bodySHA256), the returned URL carries the body's hash.
+func Sign(provider, secret string, r webhook.Request) (webhook.Request, error) {
+	p, ok := preset.Lookup(provider)
+	if !ok {
+		return webhook.Request{}, fmt.Errorf("webhooktest: no sender %q (known: %s)", provider, strings.Join(webhook.Names(), ", "))
 	}
-	if p.Family == webhook.FamilyToken {
-		out.Headers[p.SignatureHeader] = secret
+	return sign(p, secret, r)
+}
+
+// sign signs r as p's sender does.
+func sign(p preset.Preset, secret string, r webhook.Request) (webhook.Request, error) {
+	out := r
+	out.Header = r.Header.Clone()
+	if out.Header == nil {
+		out.Header = http.Header{}
+	}
+	if out.Now.IsZero() {
+		out.Now = time.Now()
+	}
+	r.Now = out.Now
+	if p.Family == preset.FamilyToken {
+		out.Header.Set(p.SignatureHeader, secret)
 		return out, nil
 	}
+	if p.Family == preset.FamilyItemHMAC {
+		return signItems(secret, out)
+	}
 	ts := formatTimestamp(r.Now, p.TimestampFormat)
-	if p.TimestampField != "" && p.Family != webhook.FamilyBodySignature {
+	if p.TimestampField != "" && p.Family != preset.FamilyBodySignature {
 		// The sender stamps its body (Linear's webhookTimestamp); the body
 		// given is signed as it is.
 		ts = ""
 	}
 	if p.TimestampHeader != "" {
-		out.Headers[p.TimestampHeader] = ts
+		out.Header.Set(p.TimestampHeader, ts)
 	}
-	if p.IDHeader != "" && out.Headers[p.IDHeader] == "" {
+	if p.IDHeader != "" && out.Header.Get(p.IDHeader) == "" {
 		sum := sha256.Sum256(r.Body)
-		out.Headers[p.IDHeader] = "msg_" + hex.EncodeToString(sum[:12])
+		out.Header.Set(p.IDHeader, "msg_"+hex.EncodeToString(sum[:12]))
 	}
-	if p.Family == webhook.FamilyBodySignature {
+	if p.Family == preset.FamilyBodySignature {
 		return signBody(p, secret, out, ts)
 	}
-	out.URL = SignedURL(p, out)
+	out.URL = signedURL(p, out)
 	content, err := signedContent(p, out, ts)
 	if err != nil {
 		return webhook.Request{}, err
 	}
-	var sig []byte
-	switch p.Family {
-	case webhook.FamilyPublicKey:
-		if sig, err = signPublicKey(p.Algorithm, secret, content); err != nil {
-			return webhook.Request{}, err
-		}
-	default:
-		key, err := hmacKey(p.SecretFormat, secret)
-		if err != nil {
-			return webhook.Request{}, err
-		}
-		sig = mac(p.Algorithm, key, content)
+	sig, err := signature(p, secret, content, signatureAlgorithm(p, out.Header))
+	if err != nil {
+		return webhook.Request{}, err
 	}
 	encoded := p.Prefix + encode(p.Encoding, sig)
 	if p.HeaderFormat != "" && p.HeaderFormat != "{signature}" {
 		encoded = strings.NewReplacer("{timestamp}", ts, "{signature}", encoded).Replace(p.HeaderFormat)
 	}
-	out.Headers[p.SignatureHeader] = encoded
+	out.Header.Set(p.SignatureHeader, encoded)
 	return out, nil
 }
 
+// signature signs content as p's sender does: a public-key signature, or an HMAC with alg.
+func signature(p preset.Preset, secret string, content []byte, alg preset.Algorithm) ([]byte, error) {
+	if p.Family == preset.FamilyPublicKey {
+		return signPublicKey(p.Algorithm, secret, content)
+	}
+	key, err := hmacKey(p.SecretFormat, secret)
+	if err != nil {
+		return nil, err
+	}
+	return mac(alg, key, content), nil
+}
+
 // hmacKey is the HMAC key a sender holding secret signs with.
-func hmacKey(f webhook.SecretFormat, secret string) ([]byte, error) {
+func hmacKey(f preset.SecretFormat, secret string) ([]byte, error) {
 	switch f {
-	case webhook.SecretWhsec:
-		return webhook.DecodeStandardSecret(secret)
-	case webhook.SecretHTMLSpecialChars:
+	case preset.SecretWhsec:
+		return preset.DecodeWhsec(secret)
+	case preset.SecretHTMLSpecialChars:
 		return []byte(strings.NewReplacer("&amp;", "&", "&quot;", `"`, "&#039;", "'", "&#39;", "'", "&lt;", "<", "&gt;", ">").Replace(secret)), nil
 	}
 	return []byte(secret), nil
 }
 
 // formatTimestamp writes t as the sender does.
-func formatTimestamp(t time.Time, f webhook.TimestampFormat) string {
+func formatTimestamp(t time.Time, f preset.TimestampFormat) string {
 	switch f {
-	case webhook.UnixMilliseconds:
+	case preset.UnixMilliseconds:
 		return strconv.FormatInt(t.UnixMilli(), 10)
-	case webhook.RFC3339:
+	case preset.RFC3339:
 		return t.UTC().Format(time.RFC3339Nano)
 	default:
 		return strconv.FormatInt(t.Unix(), 10)
@@ -122,7 +146,7 @@ func formatTimestamp(t time.Time, f webhook.TimestampFormat) string {
 }
 
 // signedContent renders the preset's layout for r.
-func signedContent(p webhook.Preset, r webhook.Request, ts string) ([]byte, error) {
+func signedContent(p preset.Preset, r webhook.Request, ts string) ([]byte, error) {
 	if strings.Contains(p.Layout, "{url}") && r.URL == "" {
 		return nil, fmt.Errorf("webhooktest: %s signs the public URL: set Request.URL", p.Name)
 	}
@@ -141,9 +165,9 @@ func signedContent(p webhook.Preset, r webhook.Request, ts string) ([]byte, erro
 		}
 		form = b.String()
 	}
-	signedURL := r.URL
+	target := r.URL
 	if p.URLDecodeReserved {
-		signedURL = webhook.DecodeReservedURL(signedURL)
+		target = decodeReserved.Replace(target)
 	}
 	method := r.Method
 	if method == "" {
@@ -152,17 +176,17 @@ func signedContent(p webhook.Preset, r webhook.Request, ts string) ([]byte, erro
 	return []byte(strings.NewReplacer(
 		"{body}", string(r.Body),
 		"{timestamp}", ts,
-		"{id}", r.Headers[p.IDHeader],
-		"{url}", signedURL,
+		"{id}", r.Header.Get(p.IDHeader),
+		"{url}", target,
 		"{method}", method,
 		"{form}", form,
 	).Replace(p.Layout)), nil
 }
 
-// SignedURL returns the URL a sender posts r to: r.URL, plus the body-hash
+// signedURL returns the URL a sender posts r to: r.URL, plus the body-hash
 // query parameter for a scheme that signs a JSON body through the URL
-// (Twilio's bodySHA256). Sign sets it as the signed request's URL.
-func SignedURL(p webhook.Preset, r webhook.Request) string {
+// (Twilio's bodySHA256).
+func signedURL(p preset.Preset, r webhook.Request) string {
 	if p.BodyHashParam == "" || isForm(r) {
 		return r.URL
 	}
@@ -176,17 +200,17 @@ func SignedURL(p webhook.Preset, r webhook.Request) string {
 
 // isForm reports a form-encoded body.
 func isForm(r webhook.Request) bool {
-	mt, _, _ := mime.ParseMediaType(r.Headers["content-type"])
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("content-type"))
 	return mt == "application/x-www-form-urlencoded"
 }
 
 // mac is the HMAC of content under key.
-func mac(a webhook.Algorithm, key, content []byte) []byte {
+func mac(a preset.Algorithm, key, content []byte) []byte {
 	var h func() hash.Hash
 	switch a {
-	case webhook.SHA1:
+	case preset.SHA1:
 		h = sha1.New
-	case webhook.SHA512:
+	case preset.SHA512:
 		h = sha512.New
 	default:
 		h = sha256.New
@@ -196,17 +220,17 @@ func mac(a webhook.Algorithm, key, content []byte) []byte {
 	return m.Sum(nil)
 }
 
-func encode(e webhook.Encoding, b []byte) string {
-	if e == webhook.Base64 {
+func encode(e preset.Encoding, b []byte) string {
+	if e == preset.Base64 {
 		return base64.StdEncoding.EncodeToString(b)
 	}
 	return hex.EncodeToString(b)
 }
 
 // signPublicKey signs content with a private key.
-func signPublicKey(a webhook.Algorithm, secret string, content []byte) ([]byte, error) {
+func signPublicKey(a preset.Algorithm, secret string, content []byte) ([]byte, error) {
 	switch a {
-	case webhook.Ed25519:
+	case preset.Ed25519:
 		key, err := ed25519Key(secret)
 		if err != nil {
 			return nil, err
@@ -251,18 +275,18 @@ func ecdsaKey(secret string) (*ecdsa.PrivateKey, error) {
 	return ec, nil
 }
 
-// PublicKey returns the public key a verifier is configured with for a
-// FamilyPublicKey private key given to Sign: hex for Ed25519, base64 DER
+// publicKey returns the public key a verifier is configured with for a
+// public-key sender's private key given to Sign: hex for Ed25519, base64 DER
 // SubjectPublicKeyInfo for ECDSA.
-func PublicKey(a webhook.Algorithm, private string) (string, error) {
+func publicKey(a preset.Algorithm, private string) (string, error) {
 	switch a {
-	case webhook.Ed25519:
+	case preset.Ed25519:
 		k, err := ed25519Key(private)
 		if err != nil {
 			return "", err
 		}
 		return hex.EncodeToString(k.Public().(ed25519.PublicKey)), nil
-	case webhook.ECDSAP256:
+	case preset.ECDSAP256:
 		k, err := ecdsaKey(private)
 		if err != nil {
 			return "", err
@@ -279,7 +303,7 @@ func PublicKey(a webhook.Algorithm, private string) (string, error) {
 // signBody signs a FamilyBodySignature delivery (Mailgun): the timestamp,
 // the token (kept when the body has one) and the MAC go into the body's
 // signature object.
-func signBody(p webhook.Preset, secret string, r webhook.Request, ts string) (webhook.Request, error) {
+func signBody(p preset.Preset, secret string, r webhook.Request, ts string) (webhook.Request, error) {
 	var body map[string]any
 	if err := json.Unmarshal(r.Body, &body); err != nil {
 		return webhook.Request{}, fmt.Errorf("webhooktest: %s body: %w", p.Name, err)
@@ -304,4 +328,64 @@ func signBody(p webhook.Preset, secret string, r webhook.Request, ts string) (we
 	}
 	r.Body = b
 	return r, nil
+}
+
+// decodeReserved decodes the percent-encodings of : / ? @ ! $ ' ( ) * , ;
+// in either case, as HubSpot does before signing a URL.
+var decodeReserved = func() *strings.Replacer {
+	var pairs []string
+	for _, c := range ":/?@!$'()*,;" {
+		enc := fmt.Sprintf("%%%02X", c)
+		pairs = append(pairs, enc, string(c), strings.ToLower(enc), string(c))
+	}
+	return strings.NewReplacer(pairs...)
+}()
+
+// SignHMAC returns r signed with secret as the sender cfg describes signs it
+// (webhook.NewHMAC verifies it), with the defaults HMACConfig documents.
+func SignHMAC(cfg webhook.HMACConfig, secret string, r webhook.Request) (webhook.Request, error) {
+	p := preset.Preset{
+		Name:            preset.HMACName,
+		Family:          preset.FamilyBodyHMAC,
+		SignatureHeader: cfg.Header,
+		Prefix:          cfg.Prefix,
+		HeaderFormat:    cfg.HeaderFormat,
+		TimestampHeader: cfg.TimestampHeader,
+		IDHeader:        cfg.IDHeader,
+		Layout:          cfg.Layout,
+		Algorithm:       preset.Algorithm(strings.ToLower(cmp.Or(cfg.Algorithm, "sha256"))),
+		Encoding:        preset.Encoding(strings.ToLower(cmp.Or(cfg.Encoding, "hex"))),
+		TimestampFormat: preset.TimestampFormat(strings.ToLower(cfg.TimestampFormat)),
+	}
+	if strings.EqualFold(cfg.SecretFormat, "whsec") {
+		p.SecretFormat = preset.SecretWhsec
+	}
+	signsTimestamp := p.TimestampHeader != "" || strings.Contains(p.HeaderFormat, "{timestamp}")
+	if p.Layout == "" {
+		switch {
+		case p.IDHeader != "" && signsTimestamp:
+			p.Layout = "{id}.{timestamp}.{body}"
+		case signsTimestamp:
+			p.Layout = "{timestamp}.{body}"
+		default:
+			p.Layout = "{body}"
+		}
+	}
+	return sign(p, secret, r)
+}
+
+// signatureAlgorithm is the HMAC algorithm a delivery is signed with: the one
+// its headers declare in the preset's settings header (Twilio's
+// x-twilio-webhooks-signature-settings, algorithm=HMAC_SHA256 for a SharedKey
+// signature), else the preset's.
+func signatureAlgorithm(p preset.Preset, h http.Header) preset.Algorithm {
+	if p.SignatureSettingsHeader == "" {
+		return p.Algorithm
+	}
+	for part := range strings.SplitSeq(h.Get(p.SignatureSettingsHeader), ",") {
+		if key, name, ok := strings.Cut(part, "="); ok && strings.TrimSpace(key) == "algorithm" && strings.EqualFold(strings.TrimSpace(name), "HMAC_SHA256") {
+			return preset.SHA256
+		}
+	}
+	return p.Algorithm
 }

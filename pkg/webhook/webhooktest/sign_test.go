@@ -1,8 +1,12 @@
 package webhooktest_test
 
 import (
+	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/idemlambda/idem/internal/preset"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,32 +24,40 @@ const (
 )
 
 // keys returns what the sender signs with and what the verifier is given.
-func keys(t *testing.T, p webhook.Preset) (signWith, verifyWith string) {
+func keys(t *testing.T, p preset.Preset) (signWith, verifyWith string) {
 	t.Helper()
 	switch p.Algorithm {
-	case webhook.Ed25519:
+	case preset.Ed25519:
 		pub, err := webhooktest.PublicKey(p.Algorithm, ed25519Seed)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ed25519Seed, pub
-	case webhook.ECDSAP256:
+	case preset.ECDSAP256:
 		pub, err := webhooktest.PublicKey(p.Algorithm, sendgridPriv)
 		if err != nil || pub != sendgridPub {
 			t.Fatalf("PublicKey = %q, %v; want sendgrid-go's testPublicKey", pub, err)
 		}
 		return sendgridPriv, sendgridPub
 	}
+	if p.Family == preset.FamilyItemHMAC {
+		// Adyen's HMAC keys are hex (the key of adyen-go-api-library's
+		// src/hmacvalidator/hmacvalidator_test.go).
+		return adyenKey, adyenKey
+	}
 	return "whsec_c2VjcmV0LWZvci0" + p.Name, "whsec_c2VjcmV0LWZvci0" + p.Name
 }
 
+const adyenKey = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"
+
+// Cyclomatic over 15: one sample followed through signing, verifying, re-signing and tampering, each step an independent check.
 func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 	now := time.Now()
-	for _, name := range webhook.PresetNames() {
+	for _, name := range webhook.Names() {
 		t.Run(name, func(t *testing.T) {
-			p, _ := webhook.Lookup(name)
+			p, _ := preset.Lookup(name)
 			signWith, verifyWith := keys(t, p)
-			v, err := webhook.NewVerifier(p, []string{verifyWith}, 0)
+			v, err := webhook.New(name, []string{verifyWith}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,32 +69,43 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 					t.Fatal(err)
 				}
 				r.URL = "https://hooks.example.com/webhooks/" + name + "?x=1"
-				signed, err := webhooktest.Sign(p, signWith, r)
+				signed, err := webhooktest.Sign(p.Name, signWith, r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := v.Verify(signed); err != nil {
+				if _, err := v.Verify(signed); err != nil {
 					t.Fatalf("Verify(signed sample): %v", err)
 				}
-				d, err := v.Event(signed)
+				d, err := v.Verify(signed)
 				if err != nil {
 					t.Fatalf("Event: %v", err)
+				}
+				if len(d.Items) == 1 {
+					// Adyen: one event per notification item, keyed
+					// pspReference|eventCode.
+					d = d.Items[0]
+					if !strings.HasPrefix(d.ID, eventID+"|") {
+						t.Fatalf("item ID = %q, want %q and the event code", d.ID, eventID)
+					}
+				} else if (p.EventID.Field != "" || p.EventID.Header != "") && name != "mailgun" && d.ID != eventID {
+					t.Fatalf("ID = %q, want %q", d.ID, eventID)
 				}
 				if d.Handshake != nil || d.ID == "" {
 					t.Fatalf("Event = %+v, want an event", d)
 				}
-				if (p.EventID.Field != "" || p.EventID.Header != "") && name != "mailgun" && d.ID != eventID {
-					t.Fatalf("ID = %q, want %q", d.ID, eventID)
-				}
 				ids[d.ID] = true
 				// Signing the same delivery again (a retry, a second later)
 				// keeps the id.
-				again, err := webhooktest.Sign(p, signWith, webhook.Request{Body: signed.Body, Headers: r.Headers, URL: r.URL, Now: now.Add(time.Second)})
+				again, err := webhooktest.Sign(p.Name, signWith, webhook.Request{Body: signed.Body, Header: r.Header, URL: r.URL, Now: now.Add(time.Second)})
 				if err != nil {
 					t.Fatal(err)
 				}
 				again.Now = again.Now.Add(time.Second)
-				if d2, err := v.Event(again); err != nil || d2.ID != d.ID {
+				d2, err := v.Verify(again)
+				if err == nil && len(d2.Items) == 1 {
+					d2 = d2.Items[0]
+				}
+				if err != nil || d2.ID != d.ID {
 					t.Fatalf("re-signed: %+v, %v; first id %q", d2, err, d.ID)
 				}
 				// Any change to the body is refused.
@@ -91,7 +114,12 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 				if name == "mailgun" {
 					continue // Mailgun signs the token, not the body
 				}
-				if err := v.Verify(tampered); !errors.Is(err, webhook.ErrNoValidSignature) && p.Family != webhook.FamilyToken {
+				if p.Family == preset.FamilyItemHMAC {
+					// Adyen signs eight fields of each item, not the body:
+					// change a signed one.
+					tampered.Body = bytes.Replace(signed.Body, []byte(`"value":1000`), []byte(`"value":1001`), 1)
+				}
+				if _, err := v.Verify(tampered); !errors.Is(err, webhook.ErrNoValidSignature) && p.Family != preset.FamilyToken {
 					t.Fatalf("tampered body: %v", err)
 				}
 			}
@@ -103,22 +131,26 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 }
 
 func TestSignedSamplesWithAnotherSecretAreRefused(t *testing.T) {
-	for _, name := range webhook.PresetNames() {
-		p, _ := webhook.Lookup(name)
-		if p.Family == webhook.FamilyPublicKey {
+	for _, name := range webhook.Names() {
+		p, _ := preset.Lookup(name)
+		if p.Family == preset.FamilyPublicKey {
 			continue
 		}
-		v, err := webhook.NewVerifier(p, []string{"whsec_cmlnaHQtc2VjcmV0"}, 0)
+		right, wrong := "whsec_cmlnaHQtc2VjcmV0", "whsec_d3Jvbmctc2VjcmV0"
+		if p.Family == preset.FamilyItemHMAC {
+			right, wrong = hex.EncodeToString([]byte(right)), hex.EncodeToString([]byte(wrong))
+		}
+		v, err := webhook.New(name, []string{right}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r, _ := webhooktest.Sample(name, "evt-1", time.Now())
 		r.URL = "https://hooks.example.com/x"
-		signed, err := webhooktest.Sign(p, "whsec_d3Jvbmctc2VjcmV0", r)
+		signed, err := webhooktest.Sign(p.Name, wrong, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := v.Verify(signed); !errors.Is(err, webhook.ErrNoValidSignature) {
+		if _, err := v.Verify(signed); !errors.Is(err, webhook.ErrNoValidSignature) {
 			t.Errorf("%s: signed with another secret: %v", name, err)
 		}
 	}
@@ -132,9 +164,9 @@ func TestUnknownSample(t *testing.T) {
 
 func TestDevSigningSecretSignsForTheDevSecret(t *testing.T) {
 	now := time.Unix(1_760_000_000, 0)
-	for _, name := range webhook.PresetNames() {
-		p, _ := webhook.Lookup(name)
-		v, err := webhook.NewVerifier(p, []string{webhook.DevSecret(name)}, 0)
+	for _, name := range webhook.Names() {
+		p, _ := preset.Lookup(name)
+		v, err := webhook.New(name, []string{webhook.DevSecret(name)}, 0)
 		if err != nil {
 			t.Fatalf("%s: the development secret is not usable: %v", name, err)
 		}
@@ -143,14 +175,14 @@ func TestDevSigningSecretSignsForTheDevSecret(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.URL = "https://dev.example/webhooks/" + name
-		signed, err := webhooktest.Sign(p, webhooktest.DevSigningSecret(name), r)
+		signed, err := webhooktest.Sign(p.Name, webhooktest.DevSigningSecret(name), r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := v.Verify(signed); err != nil {
+		if _, err := v.Verify(signed); err != nil {
 			t.Errorf("%s: a delivery signed with DevSigningSecret is refused: %v", name, err)
 		}
-		if _, ok := webhook.IsDevSecret(p, webhook.DevSecret(name)); !ok {
+		if _, ok := preset.IsDevSecret(p, webhook.DevSecret(name)); !ok {
 			t.Errorf("%s: IsDevSecret does not recognise DevSecret", name)
 		}
 	}

@@ -17,13 +17,17 @@
 //	signature headers missing                        401     missing_signature           no
 //	signature malformed or not matching any secret   401     invalid_signature           no
 //	signed timestamp outside the tolerance           401     timestamp_out_of_tolerance  no
-//	body not the provider's JSON                     400     invalid_payload             no
+//	body not the provider's JSON (or, for any        400     invalid_payload             no
+//	provider, not one JSON document)
 //	no event id (dedupe key)                         400     missing_event_id            no
 //	event id unusable as a key (too long, control)   400     invalid_event_id            no
 //	endpoint handshake (Slack url_verification,      200     as the sender documents     no
-//	Discord PING, Zoom endpoint.url_validation,
-//	Twitch challenge, WooCommerce ping)
+//	Discord PING, Zoom endpoint.url_validation,              (logged as outcome handshake)
+//	Twitch challenge, WooCommerce ping, Intercom
+//	ping) or Slack's app_rate_limited notice
 //	first delivery, forwarded                        200     {"received": true, "id", "delivery_id", "type"}
+//	several events (Adyen notification items), each  200     the sender's answer ([accepted], text/plain),
+//	claimed and forwarded on its own (items.go)              or the refusal of the item most to retry
 //	duplicate after completion                       200     same body, idempotent-replayed: true
 //	duplicate while the first is in progress         409     in_progress, retry-after
 //	same event id, different payload                 422     event_id_reused
@@ -39,8 +43,8 @@
 // event id, or, where the signature does not cover the sender's id, a digest of the signed
 // content. A signed body seen before is therefore a replay (or, for a signed id with another
 // payload, a mismatch) whatever unsigned delivery id or event type comes with it; the sink event
-// names those unsigned fields, and delivery_id appears in the receipt only for senders whose
-// delivery id is unsigned.
+// names those unsigned fields, and delivery_id appears in the receipt and in the request's log
+// line only for senders whose delivery id is unsigned.
 // Errors and ids reach the request's log line bounded by obs.LogRequest.
 //
 // When the event was forwarded but its result could not be stored (the claim expired, or
@@ -62,11 +66,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/idemlambda/idem/internal/apigw"
-	idemconfig "github.com/idemlambda/idem/internal/config"
+	"github.com/idemlambda/idem/internal/config"
 	"github.com/idemlambda/idem/internal/obs"
 	"github.com/idemlambda/idem/internal/redisconn"
 	"github.com/idemlambda/idem/internal/redisguard"
@@ -116,7 +120,7 @@ const (
 type Handler struct {
 	verifier  *webhook.Verifier
 	name      string // WEBHOOK_PROVIDER: the route, the key scope and the log's provider
-	publicURL string // webhook.PublicURLSetting, or "" to rebuild the URL from the event
+	publicURL string // config.PublicURLSetting, or "" to rebuild the URL from the event
 	route     string
 	maxBody   int
 	guard     *idem.Guard
@@ -157,44 +161,20 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	}
 	logger := obs.NewLogger(o.logOut, s.level, s.function)
 
-	// The AWS configuration is loaded only for a client that needs it, and shared with
-	// redisconn; loading it makes no network call.
-	var awsCfg *aws.Config
-	secrets, secretVar := o.secrets, EnvSecret
-	switch {
-	case o.secretsSet:
-	case s.secretARN != "":
-		secretVar = EnvSecretARN
-		client := o.secretsClient
-		if client == nil {
-			cfg, err := config.LoadDefaultConfig(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", &setting.Error{Var: EnvSecretARN, Reason: "cannot load the AWS configuration"}, err)
-			}
-			awsCfg = &cfg
-			// NewFromConfig honours AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL.
-			client = secretsmanager.NewFromConfig(cfg)
-		}
-		if secrets, err = readSecret(ctx, client, s.secretARN); err != nil {
-			return nil, err
-		}
-	case len(s.secrets) > 0:
-		secrets = s.secrets
-	default:
-		secrets = []string{webhook.DevSecret(s.provider)}
-		logger.Warn("no "+EnvSecret+" or "+EnvSecretARN+" outside Lambda: accepting deliveries signed with the development secret",
-			"provider", s.provider, "dev_secret", secrets[0])
+	secrets, secretVar, awsCfg, err := resolveSecrets(ctx, s, o, logger)
+	if err != nil {
+		return nil, err
 	}
 	if !o.secretsSet {
 		if err := refuseDevSecrets(s, secrets, secretVar); err != nil {
 			return nil, fmt.Errorf("webhook: %w", err)
 		}
 	}
-	verifier, err := webhook.NewVerifier(s.preset, secrets, s.tolerance)
+	verifier, err := config.NewVerifier(s.provider, secrets, s.tolerance, getenv)
 	if err != nil {
 		return nil, providerError(err, secretVar)
 	}
-	idemOpts, err := idemconfig.IdemOptions(getenv, verifier.DefaultResultTTL())
+	idemOpts, err := config.IdemOptions(getenv, verifier.ResultTTL())
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
@@ -232,6 +212,37 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 	logger.Debug("webhook handler ready", "provider", h.name, "route", h.route,
 		"secrets", len(secrets), "max_body", h.maxBody)
 	return h, nil
+}
+
+// resolveSecrets returns the signing secrets and the variable they come from: WithSecrets, the
+// Secrets Manager secret of EnvSecretARN (read once, through a client that honours
+// AWS_ENDPOINT_URL_SECRETS_MANAGER), EnvSecret, or outside Lambda the development secret. It
+// returns the AWS configuration it loaded, if any, for redisconn to share.
+func resolveSecrets(ctx context.Context, s settings, o options, logger *slog.Logger) ([]string, string, *aws.Config, error) {
+	switch {
+	case o.secretsSet:
+		return o.secrets, EnvSecret, nil, nil
+	case s.secretARN != "":
+		var awsCfg *aws.Config
+		client := o.secretsClient
+		if client == nil {
+			// Loading the configuration makes no network call.
+			cfg, err := awsconfig.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, "", nil, fmt.Errorf("%w: %w", &setting.Error{Var: EnvSecretARN, Reason: "cannot load the AWS configuration"}, err)
+			}
+			awsCfg = &cfg
+			client = secretsmanager.NewFromConfig(cfg)
+		}
+		secrets, err := readSecret(ctx, client, s.secretARN)
+		return secrets, EnvSecretARN, awsCfg, err
+	case len(s.secrets) > 0:
+		return s.secrets, EnvSecret, nil, nil
+	}
+	secrets := []string{webhook.DevSecret(s.provider)}
+	logger.Warn("no "+EnvSecret+" or "+EnvSecretARN+" outside Lambda: accepting deliveries signed with the development secret",
+		"provider", s.provider, "dev_secret", secrets[0])
+	return secrets, EnvSecret, nil, nil
 }
 
 // Close releases what New built: the Redis client. A client given with WithRedis is left
@@ -277,54 +288,42 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return reject(http.StatusBadRequest, codeInvalidEncoding, "the body is marked base64-encoded but is not base64", err)
 	}
 
-	// The sender signed these bytes, at this URL (URL-signing senders sign it too).
-	r := webhook.Request{
-		Headers: req.Headers,
-		Body:    body,
-		URL:     webhook.PublicURL(req.RequestContext.DomainName, req.RawPath, req.RawQueryString, h.publicURL),
-		Method:  method,
-		Now:     h.now(),
+	// The sender signed these bytes, at this URL (URL-signing senders sign it too). Nothing
+	// below Verify runs for a delivery the provider did not sign, nor for one it signed that is
+	// not its event: no Redis command, no sink.
+	d, err := h.verifier.Verify(webhook.Request{
+		Header: apigw.HTTPHeader(req.Headers),
+		Body:   body,
+		URL:    apigw.PublicURL(req.RequestContext.DomainName, req.RawPath, req.RawQueryString, h.publicURL),
+		Method: method,
+		Now:    h.now(),
+	})
+	if err != nil {
+		return h.refuseDelivery(err)
 	}
-	// Nothing below this check runs for a delivery the provider did not sign: no Redis
-	// command, no sink.
-	if err := h.verifier.Verify(r); err != nil {
-		switch {
-		case errors.Is(err, webhook.ErrNotSigned):
-			return reject(http.StatusUnauthorized, codeMissingSignature, "the delivery is not signed", err)
-		case errors.Is(err, webhook.ErrTooOld), errors.Is(err, webhook.ErrTooNew):
-			return reject(http.StatusUnauthorized, codeTimestamp, "the signed timestamp is outside the accepted tolerance", err)
-		default:
-			return reject(http.StatusUnauthorized, codeInvalidSignature, "the signature is malformed or matches no accepted secret", err)
-		}
+	if len(d.Items) > 0 {
+		// Several events in one delivery (Adyen), each claimed and forwarded on its own.
+		return h.handleItems(ctx, d)
 	}
-
-	d, err := h.verifier.Event(r)
-	switch {
-	case errors.Is(err, webhook.ErrNoEventID):
-		return reject(http.StatusBadRequest, codeMissingEventID, "the delivery carries no event id", err)
-	case err != nil:
-		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.name+" event", err)
-	case d.Handshake != nil:
-		// The sender's endpoint check: answered as it documents, never deduplicated or forwarded.
+	if d.Handshake != nil {
+		// The sender's endpoint check: answered as it documents, never deduplicated or
+		// forwarded, and counted apart from executions.
 		resp := events.APIGatewayV2HTTPResponse{
 			StatusCode: http.StatusOK,
 			Headers:    map[string]string{"content-type": d.Handshake.ContentType},
 			Body:       string(d.Handshake.Body),
 		}
-		return resp, obs.Request{Outcome: obs.OutcomeExecuted, Reason: string(d.Handshake.Kind)}
-	}
-	fp, err := fingerprint(d.Fingerprint)
-	if err != nil {
-		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.name+" event", err)
+		return resp, obs.Request{Outcome: obs.OutcomeHandshake, Reason: d.Handshake.Kind}
 	}
 
 	received := h.now()
 	key := idem.Key{Scope: h.name, ID: d.ID}
-	out, err := h.guard.Do(ctx, key, fp, func(ctx context.Context) (idem.Result, error) {
+	out, err := h.guard.Do(ctx, key, idem.Fingerprint(d.Fingerprint), func(ctx context.Context) (idem.Result, error) {
 		return h.forward(ctx, d, received)
 	})
 	resp, rec := respond(out, err, d)
-	rec.ID = d.ID // obs.LogRequest bounds it: an id too long to be a key is still logged
+	// obs.LogRequest bounds both: an id too long to be a key is still logged.
+	rec.ID, rec.DeliveryID = d.ID, d.DeliveryID
 	rec.RoundTrips = out.RoundTrips
 	return resp, rec
 }
@@ -421,22 +420,24 @@ func refuse(k idem.Kind, code, message string) events.APIGatewayV2HTTPResponse {
 	return apigw.Error(r.Status, code, message, r.Header()...)
 }
 
+// refuseDelivery answers a delivery Verify refused: 401 for one the provider did not sign, 400
+// for one it signed that is not its event.
+func (h *Handler) refuseDelivery(err error) (events.APIGatewayV2HTTPResponse, obs.Request) {
+	switch {
+	case errors.Is(err, webhook.ErrNotSigned):
+		return reject(http.StatusUnauthorized, codeMissingSignature, "the delivery is not signed", err)
+	case errors.Is(err, webhook.ErrTooOld), errors.Is(err, webhook.ErrTooNew):
+		return reject(http.StatusUnauthorized, codeTimestamp, "the signed timestamp is outside the accepted tolerance", err)
+	case errors.Is(err, webhook.ErrInvalidHeader), errors.Is(err, webhook.ErrNoValidSignature), errors.Is(err, webhook.ErrNoPublicURL):
+		return reject(http.StatusUnauthorized, codeInvalidSignature, "the signature is malformed or matches no accepted secret", err)
+	case errors.Is(err, webhook.ErrNoEventID):
+		return reject(http.StatusBadRequest, codeMissingEventID, "the delivery carries no event id", err)
+	default: // webhook.ErrBadPayload
+		return reject(http.StatusBadRequest, codeInvalidPayload, "the body is not a "+h.name+" event", err)
+	}
+}
+
 // reject answers a delivery refused before any work, with Redis untouched.
 func reject(status int, code, message string, err error, headers ...string) (events.APIGatewayV2HTTPResponse, obs.Request) {
 	return apigw.Error(status, code, message, headers...), obs.Request{Outcome: obs.OutcomeRejected, Reason: code, Err: err}
-}
-
-// fingerprint identifies a delivery's payload as the sender's preset says, so that the same
-// event id with a different payload is a mismatch, never a replay: the SHA-256 of the content,
-// or of the canonical JSON of the named members (for a sender whose retries change a member
-// that describes the delivery, not the event).
-func fingerprint(f webhook.Fingerprint) (idem.Fingerprint, error) {
-	if len(f.Fields) == 0 {
-		return idem.FingerprintOf(f.Content), nil
-	}
-	fp, err := idem.FingerprintJSON(f.Content, f.Fields...)
-	if err != nil {
-		return idem.Fingerprint{}, fmt.Errorf("webhook: fingerprint: %w", err)
-	}
-	return fp, nil
 }

@@ -2,8 +2,11 @@ package handler
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/idemlambda/idem/internal/config"
+	"github.com/idemlambda/idem/internal/preset"
 	"io"
 	"maps"
 	"strings"
@@ -23,14 +26,15 @@ import (
 // event type, executes exactly once in total, on the shared real Redis (127.0.0.1:6379 unless
 // REDIS_TEST_ADDR says otherwise) under a unique prefix: one key, one sink event labelled
 // with the genuine delivery's headers.
+// Cyclomatic over 15: one captured delivery re-sent under each fresh id, each an independent check.
 func TestCapturedDeliveryResentUnderFreshIDsExecutesOnce(t *testing.T) {
 	for _, tc := range []struct {
 		provider               string
 		deliveryHeaders        []string
 		typeHeader, attackType string
 	}{
-		{"github", []string{webhook.GitHubDeliveryHeader}, webhook.GitHubEventHeader, "release"},
-		{"shopify", []string{webhook.ShopifyWebhookIDHeader, webhook.ShopifyEventIDHeader}, webhook.ShopifyTopicHeader, "refunds/create"},
+		{"github", []string{"x-github-delivery"}, "x-github-event", "release"},
+		{"shopify", []string{"x-shopify-webhook-id", "x-shopify-event-id"}, "x-shopify-topic", "refunds/create"},
 	} {
 		t.Run(tc.provider, func(t *testing.T) {
 			hs := newHarness(t, tc.provider, harnessConfig{})
@@ -62,7 +66,7 @@ func TestCapturedDeliveryResentUnderFreshIDsExecutesOnce(t *testing.T) {
 			if n := hs.sink.attempts(); n != 1 || len(sent) != 1 {
 				t.Fatalf("sink called %d times, want exactly 1", n)
 			}
-			if e := sent[0]; e.DeliveryID != genuineID || e.Type == tc.attackType || e.ID != webhook.BodyDigestID([]byte(captured.Body)) {
+			if e := sent[0]; e.DeliveryID != genuineID || e.Type == tc.attackType || e.ID != bodyDigest([]byte(captured.Body)) {
 				t.Errorf("sink event %+v, want the genuine delivery keyed on its body", e)
 			}
 			if keys := hs.keys(t); len(keys) != 1 {
@@ -93,7 +97,7 @@ func TestDevelopmentSecretRefusedInsideLambda(t *testing.T) {
 	const arnPrefix = "arn:aws:secretsmanager:us-east-1:123456789012:secret:dev-"
 	stored := map[string]string{}
 	for _, p := range webhook.Names() {
-		stored[arnPrefix+p] = realSecret(p) + "," + DevSecret(p)
+		stored[arnPrefix+p] = realSecret(p) + "," + webhook.DevSecret(p)
 	}
 	fake := newFakeSecretsManager(t, stored)
 	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", fake.URL)
@@ -101,24 +105,24 @@ func TestDevelopmentSecretRefusedInsideLambda(t *testing.T) {
 	lambda := map[string]string{"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001", "REDIS_URL": "redis://" + testsupport.ClosedAddr(t)}
 	for _, p := range webhook.Names() {
 		variants := map[string]map[string]string{
-			"its own":     {EnvSecret: DevSecret(p)},
-			"in a list":   {EnvSecret: realSecret(p) + ", " + DevSecret(p)},
+			"its own":     {EnvSecret: webhook.DevSecret(p)},
+			"in a list":   {EnvSecret: realSecret(p) + ", " + webhook.DevSecret(p)},
 			"another's":   {EnvSecret: publishedKeyOf(p, otherProvider(p))},
 			"from an ARN": {EnvSecretARN: arnPrefix + p},
 		}
-		if preset, _ := webhook.Lookup(p); preset.Family == webhook.FamilyPublicKey {
+		if pre, _ := preset.Lookup(p); pre.Family == preset.FamilyPublicKey {
 			// A public key is its sender's alone: no other sender publishes a key of its kind.
 			delete(variants, "another's")
 		}
 		if p == "standard" {
 			// The same key written without prefix or padding is the same secret.
-			variants["re-encoded"] = map[string]string{EnvSecret: strings.TrimRight(strings.TrimPrefix(DevSecret(p), webhook.StandardSecretPrefix), "=")}
+			variants["re-encoded"] = map[string]string{EnvSecret: strings.TrimRight(strings.TrimPrefix(webhook.DevSecret(p), "whsec_"), "=")}
 		}
 		for name, vars := range variants {
 			t.Run(p+"/"+name, func(t *testing.T) {
 				all := map[string]string{EnvProvider: p}
-				if p == webhook.HMACPresetName {
-					all[webhook.HMACHeaderSetting] = "x-signature"
+				if p == "hmac" {
+					all[config.HMACHeaderSetting] = "x-signature"
 				}
 				maps.Copy(all, lambda)
 				maps.Copy(all, vars)
@@ -161,9 +165,12 @@ func realSecret(p string) string {
 // secrets are (for standard, the same key bytes as a whsec_ secret).
 func publishedKeyOf(p, other string) string {
 	if p == "standard" {
-		return webhook.StandardSecret([]byte(DevSecret(other)))
+		return whsec(webhook.DevSecret(other))
 	}
-	return DevSecret(other)
+	if p == "adyen" {
+		return hex.EncodeToString([]byte(webhook.DevSecret(other))) // Adyen's keys are hex
+	}
+	return webhook.DevSecret(other)
 }
 
 // otherProvider is a provider other than p, for checking that every published secret is refused.
@@ -182,13 +189,13 @@ func TestHugeSignatureHeaderGivesAShortLogLine(t *testing.T) {
 		d := sampleDelivery(t, pc.name, pc.eventID("huge"))
 		req := d.signed(t, testSecret(pc.name), hs.clock.Now())
 		element := strings.Repeat("\x01x\"", 500_000/3)
-		for _, h := range []string{webhook.StripeSignatureHeader, webhook.GitHubSignatureHeader, webhook.ShopifyHMACHeader,
-			webhook.StandardSignatureHeader, webhook.SlackSignatureHeader} {
+		for _, h := range []string{"stripe-signature", "x-hub-signature-256", "x-shopify-hmac-sha256",
+			"webhook-signature", "x-slack-signature"} {
 			if v, ok := req.Headers[h]; ok {
 				req.Headers[h] = v + "," + element // Stripe quotes an element that is not key=value
 			}
 		}
-		req.Headers[webhook.StandardTimestampHeader] += element
+		req.Headers["webhook-timestamp"] += element
 		resp := hs.do(t, req)
 		if resp.StatusCode != 401 {
 			t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)

@@ -26,7 +26,7 @@ func TestResultOutlivesProviderRetryWindow(t *testing.T) {
 		if len(keys) != 1 {
 			t.Fatalf("%d keys after one delivery, want 1: %v", len(keys), keys)
 		}
-		def := signer(t, pc.name).DefaultResultTTL()
+		def := signer(t, pc.name).ResultTTL()
 		for key, ttl := range keys {
 			if ttl <= pc.retryWindow {
 				t.Errorf("%s expires in %v, within %s's retry window of %v", key, ttl, pc.name, pc.retryWindow)
@@ -62,7 +62,7 @@ func TestRetryJustBeforeResultExpiresIsReplayed(t *testing.T) {
 		hs := newHarness(t, pc.name, harnessConfig{rdb: rdb, prefix: "idem"})
 		id := pc.eventID("late")
 		d := sampleDelivery(t, pc.name, id)
-		ttl := signer(t, pc.name).DefaultResultTTL()
+		ttl := signer(t, pc.name).ResultTTL()
 
 		wantReceipt(t, hs.deliver(t, d), id)
 		// The provider's last retry, then one a minute before the result expires.

@@ -12,7 +12,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/idemlambda/idem/internal/config"
 	"github.com/idemlambda/idem/internal/obs"
+	"github.com/idemlambda/idem/internal/preset"
 	"github.com/idemlambda/idem/internal/redisconn"
 	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/pkg/webhook"
@@ -23,9 +25,9 @@ import (
 // and the sink settings (WEBHOOK_SINK, WEBHOOK_QUEUE_URL, WEBHOOK_EVENT_BUS, ...) those of
 // sink.FromEnv; LOG_LEVEL is obs.EnvLogLevel.
 const (
-	// EnvProvider names the sender: a preset of package webhook (webhook.PresetNames: stripe,
-	// github, shopify, standard, slack, twilio, discord, ...) or webhook.HMACPresetName with the
-	// WEBHOOK_HMAC_* settings. Required. The function answers POST /webhooks/<EnvProvider>.
+	// EnvProvider names the sender: one of webhook.Names (stripe, github, shopify, standard,
+	// slack, twilio, discord, ...) or config.HMACProvider with the WEBHOOK_HMAC_* settings
+	// (config.HMACFromEnv). Required. The function answers POST /webhooks/<EnvProvider>.
 	EnvProvider = "WEBHOOK_PROVIDER"
 	// EnvSecret is the signing secret, or a comma-separated list of secrets that are all
 	// accepted (for a rotation). Surrounding spaces are trimmed and empty entries skipped, so
@@ -36,8 +38,8 @@ const (
 	// through a client that honours AWS_ENDPOINT_URL_SECRETS_MANAGER.
 	EnvSecretARN = "WEBHOOK_SECRET_ARN"
 	// EnvTolerance overrides how far a signed timestamp may lie from the function's clock,
-	// as a positive Go duration such as 5m. Default: the preset's (webhook.DefaultTolerance,
-	// 300s, for Stripe, Slack and Standard Webhooks). Senders that sign no timestamp (GitHub,
+	// as a positive Go duration such as 5m, below the provider's retention. Default: the
+	// provider's (webhook.DefaultTolerance, 300s, for Stripe, Slack and Standard Webhooks). Senders that sign no timestamp (GitHub,
 	// Shopify, ...) ignore it.
 	EnvTolerance = "WEBHOOK_TOLERANCE"
 	// EnvMaxBody is the largest request body accepted, in bytes, after base64 decoding.
@@ -61,20 +63,12 @@ const MaxBodyLimit = 6 << 20
 // included, so a broken endpoint fails init instead of holding it until Lambda's timeout.
 const SecretReadTimeout = 5 * time.Second
 
-// DevSecret returns the development secret a function for provider accepts outside Lambda
-// when neither EnvSecret nor EnvSecretARN is set: webhook.DevSecret(provider), built from
-// "dev-<provider>-secret" (for standard the Standard Webhooks secret whose key is those bytes,
-// "whsec_ZGV2LXN0YW5kYXJkLXNlY3JldA=="; for a public-key sender the public key of a private
-// key derived from them). It is public and deterministic, so local tools can sign deliveries
-// with it (webhooktest.DevSigningSecret); inside Lambda it is refused.
-func DevSecret(provider string) string { return webhook.DevSecret(provider) }
-
 // settings are the function's own variables, parsed and checked before anything is built.
 type settings struct {
 	provider     string
-	preset       webhook.Preset
-	publicURL    string   // webhook.PublicURLSetting
-	secrets      []string // from EnvSecret
+	devPreset    preset.Preset // what refuseDevSecrets compares secrets as
+	publicURL    string        // config.PublicURLSetting
+	secrets      []string      // from EnvSecret
 	secretARN    string
 	tolerance    time.Duration // 0: the provider's default
 	maxBody      int
@@ -95,46 +89,26 @@ func readSettings(getenv func(string) string, secretsGiven bool) (settings, erro
 		insideLambda: get(redisconn.EnvRuntimeAPI) != "",
 		samLocal:     strings.EqualFold(get(EnvSAMLocal), "true"),
 	}
+	providers := strings.Join(slices.Sorted(slices.Values(append(webhook.Names(), config.HMACProvider))), ", ")
 	switch {
 	case s.provider == "":
-		return s, &setting.Error{Var: EnvProvider, Reason: "required: one of " + strings.Join(webhook.Names(), ", ")}
-	case !slices.Contains(webhook.Names(), s.provider):
-		return s, setting.Errorf(EnvProvider, "%q is not one of %s", s.provider, strings.Join(webhook.Names(), ", "))
+		return s, &setting.Error{Var: EnvProvider, Reason: "required: one of " + providers}
+	case s.provider != config.HMACProvider && !slices.Contains(webhook.Names(), s.provider):
+		return s, setting.Errorf(EnvProvider, "%q is not one of %s", s.provider, providers)
 	}
 	var err error
-	if s.preset, err = webhook.PresetFor(s.provider, getenv); err != nil {
+	if s.devPreset, err = devPreset(s.provider, getenv); err != nil {
 		return s, err // a *setting.Error naming the WEBHOOK_HMAC_* variable
 	}
-	if s.publicURL, err = webhook.PublicURLFromEnv(getenv); err != nil {
+	if s.publicURL, err = config.PublicURLFromEnv(getenv); err != nil {
 		return s, err
 	}
 
-	raw := getenv(EnvSecret)
-	s.secrets = splitSecrets(raw)
-	switch {
-	case secretsGiven:
-		s.secrets, s.secretARN = nil, ""
-	case strings.TrimSpace(raw) != "" && len(s.secrets) == 0:
-		return s, &setting.Error{Var: EnvSecret, Reason: "holds no secret, only commas and spaces"}
-	case len(s.secrets) > 0 && s.secretARN != "":
-		return s, &setting.Error{Var: EnvSecret, Reason: "conflicts with " + EnvSecretARN + "; set one of them"}
-	case len(s.secrets) == 0 && s.secretARN == "" && s.insideLambda:
-		return s, &setting.Error{Var: EnvSecret, Reason: "required inside Lambda (" + redisconn.EnvRuntimeAPI + " is set): set it or " + EnvSecretARN}
+	if err := s.readSecrets(getenv, secretsGiven); err != nil {
+		return s, err
 	}
-
-	if v := get(EnvTolerance); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return s, setting.Errorf(EnvTolerance, "%q is not a positive Go duration such as 5m or 300s", v)
-		}
-		s.tolerance = d
-	}
-	if v := get(EnvMaxBody); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxBodyLimit {
-			return s, setting.Errorf(EnvMaxBody, "%q is not a number of bytes from 1 to %d", v, MaxBodyLimit)
-		}
-		s.maxBody = n
+	if err := s.readLimits(get); err != nil {
+		return s, err
 	}
 	if s.level, err = obs.LevelFromEnv(getenv); err != nil {
 		return s, err
@@ -144,6 +118,43 @@ func readSettings(getenv func(string) string, secretsGiven bool) (settings, erro
 		s.function = "webhook-" + s.provider
 	}
 	return s, nil
+}
+
+// readSecrets reads EnvSecret, checked against EnvSecretARN. With secretsGiven (WithSecrets)
+// neither is needed.
+func (s *settings) readSecrets(getenv func(string) string, secretsGiven bool) error {
+	raw := getenv(EnvSecret)
+	s.secrets = splitSecrets(raw)
+	switch {
+	case secretsGiven:
+		s.secrets, s.secretARN = nil, ""
+	case strings.TrimSpace(raw) != "" && len(s.secrets) == 0:
+		return &setting.Error{Var: EnvSecret, Reason: "holds no secret, only commas and spaces"}
+	case len(s.secrets) > 0 && s.secretARN != "":
+		return &setting.Error{Var: EnvSecret, Reason: "conflicts with " + EnvSecretARN + "; set one of them"}
+	case len(s.secrets) == 0 && s.secretARN == "" && s.insideLambda:
+		return &setting.Error{Var: EnvSecret, Reason: "required inside Lambda (" + redisconn.EnvRuntimeAPI + " is set): set it or " + EnvSecretARN}
+	}
+	return nil
+}
+
+// readLimits reads EnvTolerance and EnvMaxBody.
+func (s *settings) readLimits(get func(string) string) error {
+	if v := get(EnvTolerance); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return setting.Errorf(EnvTolerance, "%q is not a positive Go duration such as 5m or 300s", v)
+		}
+		s.tolerance = d
+	}
+	if v := get(EnvMaxBody); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxBodyLimit {
+			return setting.Errorf(EnvMaxBody, "%q is not a number of bytes from 1 to %d", v, MaxBodyLimit)
+		}
+		s.maxBody = n
+	}
+	return nil
 }
 
 // splitSecrets splits a comma-separated list, trimming spaces and skipping empty entries (a
@@ -185,8 +196,8 @@ func readSecret(ctx context.Context, client redisconn.SecretsClient, arn string)
 }
 
 // refuseDevSecrets returns a *setting.Error naming variable when, inside Lambda and not under
-// sam local, one of secrets is a development secret: webhook.DevSecret of any preset, or for a
-// Standard Webhooks secret any encoding of the same key (webhook.IsDevSecret). Those secrets
+// sam local, one of secrets is a development secret: webhook.DevSecret of any sender, or for a
+// Standard Webhooks secret any encoding of the same key. Those secrets
 // are published, so a deployed function accepting one would run the work of anyone who reads
 // the README.
 func refuseDevSecrets(s settings, secrets []string, variable string) error {
@@ -194,7 +205,7 @@ func refuseDevSecrets(s settings, secrets []string, variable string) error {
 		return nil
 	}
 	for i, secret := range secrets {
-		if p, ok := webhook.IsDevSecret(s.preset, secret); ok {
+		if p, ok := preset.IsDevSecret(s.devPreset, secret); ok {
 			return setting.Errorf(variable, "secret %d of %d is the published development secret of the %s provider; "+
 				"inside Lambda (%s is set) only a real signing secret is accepted, except under sam local (%s=true)",
 				i+1, len(secrets), p, redisconn.EnvRuntimeAPI, EnvSAMLocal)
@@ -203,9 +214,30 @@ func refuseDevSecrets(s settings, secrets []string, variable string) error {
 	return nil
 }
 
+// devPreset returns provider's preset, as far as telling a development secret needs it; for
+// the configurable verifier, its settings are checked here, so that a bad one is reported
+// before anything else is read.
+func devPreset(provider string, getenv func(string) string) (preset.Preset, error) {
+	if provider != config.HMACProvider {
+		p, _ := preset.Lookup(provider)
+		return p, nil
+	}
+	if _, err := config.NewVerifier(provider, []string{"settings-check"}, 0, getenv); err != nil {
+		return preset.Preset{}, err
+	}
+	p := preset.Preset{Name: provider}
+	if strings.EqualFold(strings.TrimSpace(getenv(config.HMACSecretFormatSetting)), "whsec") {
+		p.SecretFormat = preset.SecretWhsec
+	}
+	return p, nil
+}
+
 // providerError names the variable behind an error from webhook.New.
 func providerError(err error, secretVar string) error {
+	var named *setting.Error
 	switch {
+	case errors.As(err, &named): // a WEBHOOK_HMAC_* setting, named by config
+		return err
 	case errors.Is(err, webhook.ErrUnknownProvider):
 		return fmt.Errorf("%w: %w", &setting.Error{Var: EnvProvider, Reason: "unknown provider"}, err)
 	case errors.Is(err, webhook.ErrInvalidTolerance):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idemlambda/idem/internal/preset"
 	"io"
 	"maps"
 	"net/http"
@@ -31,6 +32,8 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 		{"tolerance not a duration", map[string]string{EnvTolerance: "5 minutes"}, nil, EnvTolerance, true},
 		{"negative tolerance", map[string]string{EnvTolerance: "-5m"}, nil, EnvTolerance, true},
 		{"zero tolerance", map[string]string{EnvTolerance: "0s"}, nil, EnvTolerance, true},
+		{"tolerance as long as the retention", map[string]string{EnvTolerance: "96h"}, nil, EnvTolerance, true},
+		{"hmac without its header", map[string]string{EnvProvider: "hmac"}, nil, "WEBHOOK_HMAC_HEADER", true},
 		{"body limit with a unit", map[string]string{EnvMaxBody: "1MB"}, nil, EnvMaxBody, true},
 		{"body limit over Lambda's", map[string]string{EnvMaxBody: "7340032"}, nil, EnvMaxBody, true},
 		{"log level", map[string]string{"LOG_LEVEL": "loud"}, nil, "LOG_LEVEL", true},
@@ -92,10 +95,10 @@ func TestInitInsideLambdaNeedsNoReachableRedis(t *testing.T) {
 
 func TestDevelopmentSecretOutsideLambda(t *testing.T) {
 	forEachProvider(t, func(t *testing.T, pc providerCase) {
-		secret := DevSecret(pc.name)
+		secret := webhook.DevSecret(pc.name)
 		if pc.name == "standard" {
-			if _, err := webhook.DecodeStandardSecret(secret); err != nil {
-				t.Fatalf("DevSecret(standard) = %q: %v", secret, err)
+			if _, err := preset.DecodeWhsec(secret); err != nil {
+				t.Fatalf("webhook.DevSecret(standard) = %q: %v", secret, err)
 			}
 		}
 		hs := newHarness(t, pc.name, harnessConfig{env: map[string]string{EnvSecret: ""}})

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"github.com/idemlambda/idem/internal/preset"
 )
 
 // addPublicKey parses a sender's public key: Ed25519 as 64 hex digits (as
@@ -17,13 +18,13 @@ import (
 // SendGrid shows it).
 func (v *Verifier) addPublicKey(secret string) error {
 	switch v.preset.Algorithm {
-	case Ed25519:
+	case preset.Ed25519:
 		b, err := hex.DecodeString(secret)
 		if err != nil || len(b) != ed25519.PublicKeySize {
 			return fmt.Errorf("%w: an Ed25519 public key is %d hex digits", ErrInvalidSecret, 2*ed25519.PublicKeySize)
 		}
 		v.edKeys = append(v.edKeys, ed25519.PublicKey(b))
-	case ECDSAP256:
+	case preset.ECDSAP256:
 		der, err := base64.StdEncoding.DecodeString(secret)
 		if err != nil {
 			return fmt.Errorf("%w: an ECDSA public key is base64 DER: %v", ErrInvalidSecret, err)
@@ -46,13 +47,13 @@ const maxPublicKeySignature = 128
 
 // verifyPublicKey verifies FamilyPublicKey: the layout (timestamp and body)
 // signed with the sender's private key.
-func (v *Verifier) verifyPublicKey(r Request) (int, error) {
+func (v *Verifier) verifyPublicKey(r Request, doc *document) (int, error) {
 	p := v.preset
 	raw, err := v.signatureHeader(r)
 	if err != nil {
 		return -1, err
 	}
-	ts, err := v.signedTimestamp(r, "")
+	ts, err := v.signedTimestamp(r, doc, "")
 	if err != nil {
 		return -1, err
 	}
@@ -62,7 +63,7 @@ func (v *Verifier) verifyPublicKey(r Request) (int, error) {
 	}
 	content := renderLayout(v.layout, vals)
 	switch p.Algorithm {
-	case Ed25519:
+	case preset.Ed25519:
 		sig, err := hex.DecodeString(raw)
 		if err != nil || len(sig) != ed25519.SignatureSize {
 			return -1, fmt.Errorf("%w: %s is not a hex Ed25519 signature", ErrInvalidHeader, p.SignatureHeader)
@@ -112,21 +113,21 @@ func (v *Verifier) verifyToken(r Request) (int, error) {
 // verifyBodySignature verifies FamilyBodySignature: the signature, the
 // timestamp and the token are fields of the JSON body (Mailgun), the MAC
 // covers the layout of timestamp and token.
-func (v *Verifier) verifyBodySignature(r Request) (int, error) {
+func (v *Verifier) verifyBodySignature(r Request, doc *document) (int, error) {
 	p := v.preset
-	sigText, err := schemeJSONPath(r.Body, p.SignatureField)
+	sigText, err := doc.scalar(p.SignatureField, false)
 	if err != nil {
 		return -1, fmt.Errorf("%w: %s: %w", ErrNotSigned, p.SignatureField, err)
 	}
-	token, err := schemeJSONPath(r.Body, p.TokenField)
+	token, err := doc.scalar(p.TokenField, false)
 	if err != nil {
 		return -1, fmt.Errorf("%w: %s: %w", ErrNotSigned, p.TokenField, err)
 	}
-	ts, err := v.signedTimestamp(r, "")
+	ts, err := v.signedTimestamp(r, doc, "")
 	if err != nil {
 		return -1, err
 	}
-	sig, ok := schemeDecodeSig(sigText, p.Encoding, v.macSize)
+	sig, ok := decodeSignature(sigText, p.Encoding, v.macSize)
 	if !ok {
 		return -1, fmt.Errorf("%w: %s is not a %s MAC", ErrInvalidHeader, p.SignatureField, p.Encoding)
 	}
@@ -137,7 +138,7 @@ func (v *Verifier) verifyBodySignature(r Request) (int, error) {
 	vals[phToken] = []byte(token)
 	content := renderLayout(v.layout, vals)
 	for i, key := range v.keys {
-		if hmac.Equal(schemeMAC(p.Algorithm, key, content), sig) {
+		if hmac.Equal(mac(p.Algorithm, key, content), sig) {
 			return i, nil
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 // The samples of the original five senders, shaped as each sends them.
@@ -111,8 +109,8 @@ func sampleGithub(eventID string, now time.Time) ([]byte, map[string]string) {
 	return mustJSON(body), map[string]string{
 		"content-type":                           "application/json",
 		"user-agent":                             "GitHub-Hookshot/" + derivedID("", "hookshot", 7),
-		webhook.GitHubDeliveryHeader:             eventID,
-		webhook.GitHubEventHeader:                "push",
+		"x-github-delivery":                      eventID,
+		"x-github-event":                         "push",
 		"x-github-hook-id":                       "498251737",
 		"x-github-hook-installation-target-id":   "702418393",
 		"x-github-hook-installation-target-type": "repository",
@@ -151,15 +149,15 @@ func sampleShopify(eventID string, now time.Time) ([]byte, map[string]string) {
 		}},
 	}
 	return mustJSON(body), map[string]string{
-		"content-type":                 "application/json",
-		"user-agent":                   "Shopify-Captain-Hook",
-		webhook.ShopifyTopicHeader:     "orders/create",
-		"x-shopify-shop-domain":        shop,
-		webhook.ShopifyWebhookIDHeader: eventID,
-		webhook.ShopifyEventIDHeader:   derivedUUID("event" + eventID),
-		"x-shopify-api-version":        shopifyAPIVersion,
-		"x-shopify-triggered-at":       now.UTC().Format("2006-01-02T15:04:05.000000000Z"),
-		"x-shopify-order-id":           orderID,
+		"content-type":           "application/json",
+		"user-agent":             "Shopify-Captain-Hook",
+		"x-shopify-topic":        "orders/create",
+		"x-shopify-shop-domain":  shop,
+		"x-shopify-webhook-id":   eventID,
+		"x-shopify-event-id":     derivedUUID("event" + eventID),
+		"x-shopify-api-version":  shopifyAPIVersion,
+		"x-shopify-triggered-at": now.UTC().Format("2006-01-02T15:04:05.000000000Z"),
+		"x-shopify-order-id":     orderID,
 	}
 }
 
@@ -217,9 +215,9 @@ func sampleStandard(eventID string, now time.Time) ([]byte, map[string]string) {
 		},
 	}
 	return mustJSON(body), map[string]string{
-		"content-type":           "application/json",
-		"user-agent":             "Svix-Webhooks/1.44.0",
-		webhook.StandardIDHeader: eventID,
+		"content-type": "application/json",
+		"user-agent":   "Svix-Webhooks/1.44.0",
+		"webhook-id":   eventID,
 	}
 }
 

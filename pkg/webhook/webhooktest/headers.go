@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/idemlambda/idem/internal/preset"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -46,9 +48,9 @@ func SlackSignature(secret string, body []byte, t time.Time) string {
 // t: "v1,<base64 HMAC-SHA256 of msgID.t.body>". It fails, wrapping
 // webhook.ErrInvalidSecret, only when secret does not decode.
 func StandardSignature(secret, msgID string, body []byte, t time.Time) (string, error) {
-	key, err := webhook.DecodeStandardSecret(secret)
+	key, err := preset.DecodeWhsec(secret)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: %w", webhook.ErrInvalidSecret, err)
 	}
 	sig := hmacSHA256(key, []byte(msgID+"."+strconv.FormatInt(t.Unix(), 10)+"."), body)
 	return "v1," + base64.StdEncoding.EncodeToString(sig), nil
@@ -56,5 +58,5 @@ func StandardSignature(secret, msgID string, body []byte, t time.Time) (string, 
 
 // hmacSHA256 returns HMAC-SHA256(key, parts joined without separator).
 func hmacSHA256(key []byte, parts ...[]byte) []byte {
-	return mac(webhook.SHA256, key, bytes.Join(parts, nil))
+	return mac(preset.SHA256, key, bytes.Join(parts, nil))
 }

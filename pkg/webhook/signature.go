@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/idemlambda/idem/internal/preset"
 	"hash"
 	"mime"
 	"net/url"
@@ -48,8 +49,8 @@ type layoutPart struct {
 	placeholder placeholder
 }
 
-// schemeParseLayout splits a Layout into literals and placeholders.
-func schemeParseLayout(layout string) ([]layoutPart, error) {
+// parseLayout splits a Layout into literals and placeholders.
+func parseLayout(layout string) ([]layoutPart, error) {
 	if layout == "" {
 		return nil, errors.New("empty layout")
 	}
@@ -79,8 +80,8 @@ func schemeParseLayout(layout string) ([]layoutPart, error) {
 	return parts, nil
 }
 
-// schemeLayoutUses reports whether the layout has the placeholder ph.
-func schemeLayoutUses(parts []layoutPart, ph placeholder) bool {
+// layoutUses reports whether the layout has the placeholder ph.
+func layoutUses(parts []layoutPart, ph placeholder) bool {
 	return slices.ContainsFunc(parts, func(p layoutPart) bool { return p.placeholder == ph })
 }
 
@@ -112,37 +113,42 @@ type headerFormat struct {
 	signatureKey string
 }
 
-// schemeParseHeaderFormat parses "<tkey>={timestamp}<sep><skey>={signature}" (in
-// either order), or "" for a bare signature.
-func schemeParseHeaderFormat(format string) (headerFormat, error) {
+// parseHeaderFormat parses "<tkey>={timestamp}<sep><skey>={signature}" (in
+// either order), "<version>,{signature}", or "" for a bare signature.
+func parseHeaderFormat(format string) (headerFormat, error) {
 	if format == "" || format == "{signature}" {
 		return headerFormat{}, nil
 	}
 	if version, ok := strings.CutSuffix(format, ",{signature}"); ok && version != "" && !strings.ContainsAny(version, " ,={}") {
 		return headerFormat{version: version, separator: " "}, nil
 	}
-	var f headerFormat
 	for _, sep := range []string{",", ";", " ", "&"} {
-		entries := strings.Split(format, sep)
-		if len(entries) != 2 {
-			continue
-		}
-		f.separator = sep
-		for _, e := range entries {
-			key, value, ok := strings.Cut(e, "=")
-			switch {
-			case !ok || key == "":
-			case value == "{timestamp}":
-				f.timestampKey = key
-			case value == "{signature}":
-				f.signatureKey = key
-			}
-		}
-		if f.timestampKey != "" && f.signatureKey != "" && f.timestampKey != f.signatureKey {
+		if f, ok := keyedFormat(format, sep); ok {
 			return f, nil
 		}
 	}
 	return headerFormat{}, fmt.Errorf("header format %q is neither {signature} nor <key>={timestamp}<sep><key>={signature} with sep one of , ; space &", format)
+}
+
+// keyedFormat reads format as two key=value entries joined by sep, one
+// {timestamp} and one {signature}.
+func keyedFormat(format, sep string) (headerFormat, bool) {
+	entries := strings.Split(format, sep)
+	if len(entries) != 2 {
+		return headerFormat{}, false
+	}
+	f := headerFormat{separator: sep}
+	for _, e := range entries {
+		key, value, ok := strings.Cut(e, "=")
+		switch {
+		case !ok || key == "":
+		case value == "{timestamp}":
+			f.timestampKey = key
+		case value == "{signature}":
+			f.signatureKey = key
+		}
+	}
+	return f, f.timestampKey != "" && f.signatureKey != "" && f.timestampKey != f.signatureKey
 }
 
 // maxSignatureEntries bounds the signature entries read from one header, so a
@@ -155,61 +161,66 @@ type parsedSignature struct {
 	signatures [][]byte
 }
 
-// schemeParseSignature reads the signatures (and, in a keyed list, the
+// parseSignature reads the signatures (and, in a keyed list, the
 // timestamp) from a signature header value. Malformed entries of a keyed
 // list are skipped, as the senders' SDKs skip them; a bare signature that
 // does not decode is an error.
-func schemeParseSignature(value string, f headerFormat, prefix string, enc Encoding, size int) (parsedSignature, error) {
-	if f.separator == "" {
+func parseSignature(value string, f headerFormat, prefix string, enc preset.Encoding, size int) (parsedSignature, error) {
+	switch {
+	case f.separator == "":
 		encoded, ok := strings.CutPrefix(value, prefix)
 		if !ok {
 			return parsedSignature{}, fmt.Errorf("%w: signature does not start with %q", ErrInvalidHeader, prefix)
 		}
-		sig, ok := schemeDecodeSig(encoded, enc, size)
+		sig, ok := decodeSignature(encoded, enc, size)
 		if !ok {
 			return parsedSignature{}, fmt.Errorf("%w: signature is not a %s MAC of %d bytes", ErrInvalidHeader, enc, size)
 		}
 		return parsedSignature{signatures: [][]byte{sig}}, nil
+	case f.version != "":
+		return parseVersioned(value, f, prefix, enc, size)
 	}
+	return parseKeyed(value, f, prefix, enc, size)
+}
+
+// parseVersioned reads a Standard Webhooks list, "v1,<sig> v1,<sig>
+// v1a,<sig>": another version or an entry that does not decode is a
+// non-match.
+func parseVersioned(value string, f headerFormat, prefix string, enc preset.Encoding, size int) (parsedSignature, error) {
 	var out parsedSignature
-	if f.version != "" {
-		// Standard Webhooks: "v1,<sig> v1,<sig> v1a,<sig>"; another version
-		// or an entry that does not decode is a non-match.
-		for entry := range strings.SplitSeq(value, f.separator) {
-			version, encoded, ok := strings.Cut(entry, ",")
-			if !ok || version != f.version || len(out.signatures) == maxSignatureEntries {
-				continue
-			}
-			if sig, ok := schemeDecodeSig(strings.TrimPrefix(encoded, prefix), enc, size); ok {
-				out.signatures = append(out.signatures, sig)
-			}
-		}
-		if len(out.signatures) == 0 {
-			return parsedSignature{}, fmt.Errorf("%w: no well-formed %s entry", ErrNoValidSignature, f.version)
-		}
-		return out, nil
-	}
 	for entry := range strings.SplitSeq(value, f.separator) {
-		// Every element is key=value, as stripe-go's parser requires; an
-		// unknown key is ignored, a second timestamp is an error.
-		key, val, ok := strings.Cut(entry, "=")
-		if !ok || key == "" {
-			return parsedSignature{}, fmt.Errorf("%w: element %s is not key=value", ErrInvalidHeader, quote(entry))
+		version, encoded, ok := strings.Cut(entry, ",")
+		if !ok || version != f.version || len(out.signatures) == maxSignatureEntries {
+			continue
 		}
-		switch key {
-		case f.timestampKey:
-			if out.timestamp != "" {
-				return parsedSignature{}, fmt.Errorf("%w: more than one %s=", ErrInvalidHeader, f.timestampKey)
-			}
-			if val == "" {
-				return parsedSignature{}, fmt.Errorf("%w: empty %s=", ErrInvalidHeader, f.timestampKey)
-			}
+		if sig, ok := decodeSignature(strings.TrimPrefix(encoded, prefix), enc, size); ok {
+			out.signatures = append(out.signatures, sig)
+		}
+	}
+	if len(out.signatures) == 0 {
+		return parsedSignature{}, fmt.Errorf("%w: no well-formed %s entry", ErrNoValidSignature, f.version)
+	}
+	return out, nil
+}
+
+// parseKeyed reads a keyed list such as "t=<ts>,v1=<sig>,v1=<sig>": every
+// element is key=value, as stripe-go's parser requires; an unknown key is
+// ignored, a second timestamp is an error.
+func parseKeyed(value string, f headerFormat, prefix string, enc preset.Encoding, size int) (parsedSignature, error) {
+	var out parsedSignature
+	for entry := range strings.SplitSeq(value, f.separator) {
+		key, val, ok := strings.Cut(entry, "=")
+		switch {
+		case !ok || key == "":
+			return parsedSignature{}, fmt.Errorf("%w: element %s is not key=value", ErrInvalidHeader, quote(entry))
+		case key == f.timestampKey && out.timestamp != "":
+			return parsedSignature{}, fmt.Errorf("%w: more than one %s=", ErrInvalidHeader, f.timestampKey)
+		case key == f.timestampKey && val == "":
+			return parsedSignature{}, fmt.Errorf("%w: empty %s=", ErrInvalidHeader, f.timestampKey)
+		case key == f.timestampKey:
 			out.timestamp = val
-		case f.signatureKey:
-			if len(out.signatures) == maxSignatureEntries {
-				continue
-			}
-			if sig, ok := schemeDecodeSig(strings.TrimPrefix(val, prefix), enc, size); ok {
+		case key == f.signatureKey && len(out.signatures) < maxSignatureEntries:
+			if sig, ok := decodeSignature(strings.TrimPrefix(val, prefix), enc, size); ok {
 				out.signatures = append(out.signatures, sig)
 			}
 		}
@@ -223,17 +234,17 @@ func schemeParseSignature(value string, f headerFormat, prefix string, enc Encod
 	return out, nil
 }
 
-// schemeDecodeSig decodes a signature of size bytes; only the canonical
+// decodeSignature decodes a signature of size bytes; only the canonical
 // encoding passes (padded standard base64, hex of either case).
-func schemeDecodeSig(s string, enc Encoding, size int) ([]byte, bool) {
+func decodeSignature(s string, enc preset.Encoding, size int) ([]byte, bool) {
 	switch enc {
-	case Hex:
+	case preset.Hex:
 		if len(s) != 2*size {
 			return nil, false
 		}
 		b, err := hex.DecodeString(s)
 		return b, err == nil
-	case Base64:
+	case preset.Base64:
 		if len(s) != base64.StdEncoding.EncodedLen(size) {
 			return nil, false
 		}
@@ -243,46 +254,46 @@ func schemeDecodeSig(s string, enc Encoding, size int) ([]byte, bool) {
 	return nil, false
 }
 
-// schemeHash returns the hash constructor of an HMAC algorithm.
-func schemeHash(a Algorithm) func() hash.Hash {
+// hashOf returns the hash constructor of an HMAC algorithm.
+func hashOf(a preset.Algorithm) func() hash.Hash {
 	switch a {
-	case SHA1:
+	case preset.SHA1:
 		return sha1.New
-	case SHA512:
+	case preset.SHA512:
 		return sha512.New
 	default:
 		return sha256.New
 	}
 }
 
-// schemeMAC is the HMAC of content under key with the preset's algorithm.
-func schemeMAC(a Algorithm, key, content []byte) []byte {
-	m := hmac.New(schemeHash(a), key)
+// mac is the HMAC of content under key with the preset's algorithm.
+func mac(a preset.Algorithm, key, content []byte) []byte {
+	m := hmac.New(hashOf(a), key)
 	m.Write(content)
 	return m.Sum(nil)
 }
 
-// schemeParseTimestamp parses a signed timestamp in the preset's format.
+// parseTimestamp parses a signed timestamp in the preset's format.
 // Decimal formats accept only canonical digits (no sign, no leading zero),
 // so the string signed and the time checked cannot disagree.
-func schemeParseTimestamp(s string, f TimestampFormat) (time.Time, bool) {
-	if f == RFC3339 {
+func parseTimestamp(s string, f preset.TimestampFormat) (time.Time, bool) {
+	if f == preset.RFC3339 {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		return t, err == nil
 	}
-	if !schemeDecimal(s) {
+	if !isDecimal(s) {
 		return time.Time{}, false
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if f == UnixMilliseconds {
+	if f == preset.UnixMilliseconds {
 		return time.UnixMilli(n), err == nil
 	}
 	return time.Unix(n, 0), err == nil
 }
 
-// schemeDecimal reports a non-empty run of digits without a leading zero,
+// isDecimal reports a non-empty run of digits without a leading zero,
 // short enough for int64.
-func schemeDecimal(s string) bool {
+func isDecimal(s string) bool {
 	if s == "" || len(s) > 18 || (s[0] == '0' && len(s) > 1) {
 		return false
 	}
@@ -297,7 +308,7 @@ func schemeDecimal(s string) bool {
 // signatureHeader returns the signature header of r, or an error wrapping
 // ErrNotSigned when it is missing.
 func (v *Verifier) signatureHeader(r Request) (string, error) {
-	raw := header(r.Headers, v.preset.SignatureHeader)
+	raw := v.header(r.Header, v.preset.SignatureHeader)
 	if raw == "" {
 		return "", fmt.Errorf("%w: no %s header", ErrNotSigned, v.preset.SignatureHeader)
 	}
@@ -307,43 +318,47 @@ func (v *Verifier) signatureHeader(r Request) (string, error) {
 // signedTimestamp returns the timestamp the signature covers (from the keyed
 // signature header, the timestamp header or the body field), checked
 // against the tolerance.
-func (v *Verifier) signedTimestamp(r Request, fromSignature string) (string, error) {
+func (v *Verifier) signedTimestamp(r Request, doc *document, fromSignature string) (string, error) {
 	p := v.preset
 	ts := fromSignature
 	switch {
-	case v.header.timestampKey != "":
+	case v.sigFormat.timestampKey != "":
 	case p.TimestampHeader != "":
-		if ts = header(r.Headers, p.TimestampHeader); ts == "" {
+		if ts = v.header(r.Header, p.TimestampHeader); ts == "" {
 			return "", fmt.Errorf("%w: no %s header", ErrNotSigned, p.TimestampHeader)
 		}
 	case p.TimestampField != "":
 		var err error
-		if ts, err = schemeJSONPath(r.Body, p.TimestampField); err != nil {
+		if ts, err = doc.scalar(p.TimestampField, false); err != nil {
 			return "", fmt.Errorf("%w: %s: %w", ErrNotSigned, p.TimestampField, err)
 		}
 	}
 	if v.tolerance <= 0 || ts == "" {
 		return ts, nil
 	}
-	signedAt, ok := schemeParseTimestamp(ts, p.TimestampFormat)
+	signedAt, ok := parseTimestamp(ts, p.TimestampFormat)
 	if !ok {
-		return "", fmt.Errorf("%w: timestamp is not %s", ErrInvalidHeader, cmp.Or(p.TimestampFormat, UnixSeconds))
+		return "", fmt.Errorf("%w: timestamp is not %s", ErrInvalidHeader, cmp.Or(p.TimestampFormat, preset.UnixSeconds))
 	}
 	return ts, checkTolerance(signedAt, r.Now, v.tolerance)
 }
 
 // verifyHMAC verifies the four HMAC families.
-func (v *Verifier) verifyHMAC(r Request) (int, error) {
+func (v *Verifier) verifyHMAC(r Request, doc *document) (int, error) {
 	p := v.preset
 	raw, err := v.signatureHeader(r)
 	if err != nil {
 		return -1, err
 	}
-	sig, err := schemeParseSignature(raw, v.header, p.Prefix, p.Encoding, v.macSize)
+	alg, size, err := v.requestAlgorithm(r)
+	if err != nil {
+		return -1, err
+	}
+	sig, err := parseSignature(raw, v.sigFormat, p.Prefix, p.Encoding, size)
 	if err != nil {
 		return -1, fmt.Errorf("%s: %w", p.SignatureHeader, err)
 	}
-	ts, err := v.signedTimestamp(r, sig.timestamp)
+	ts, err := v.signedTimestamp(r, doc, sig.timestamp)
 	if err != nil {
 		return -1, err
 	}
@@ -353,7 +368,7 @@ func (v *Verifier) verifyHMAC(r Request) (int, error) {
 	}
 	for i, key := range v.keys {
 		for _, content := range contents {
-			expected := schemeMAC(p.Algorithm, key, content)
+			expected := mac(alg, key, content)
 			for _, s := range sig.signatures {
 				if hmac.Equal(expected, s) {
 					return i, nil
@@ -372,11 +387,11 @@ func (v *Verifier) signedContents(r Request, ts string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !schemeLayoutUses(v.layout, phURL) {
+	if !layoutUses(v.layout, phURL) {
 		return [][]byte{renderLayout(v.layout, vals)}, nil
 	}
 	var out [][]byte
-	for _, u := range schemeURLSpellings(r.URL) {
+	for _, u := range urlSpellings(r.URL) {
 		vals[phURL] = v.signedURL(u)
 		out = append(out, renderLayout(v.layout, vals))
 	}
@@ -386,7 +401,7 @@ func (v *Verifier) signedContents(r Request, ts string) ([][]byte, error) {
 // signedURL is a spelling of the public URL as the sender signs it.
 func (v *Verifier) signedURL(u string) []byte {
 	if v.preset.URLDecodeReserved {
-		u = DecodeReservedURL(u)
+		u = decodeReservedURL(u)
 	}
 	return []byte(u)
 }
@@ -395,26 +410,26 @@ func (v *Verifier) signedURL(u string) []byte {
 func (v *Verifier) signedValues(r Request, ts string) (signedValues, error) {
 	p := v.preset
 	vals := signedValues{phBody: r.Body, phTimestamp: []byte(ts), phMethod: []byte(cmp.Or(r.Method, "POST"))}
-	if schemeLayoutUses(v.layout, phID) {
-		id := header(r.Headers, p.IDHeader)
+	if layoutUses(v.layout, phID) {
+		id := v.header(r.Header, p.IDHeader)
 		if id == "" {
 			return vals, fmt.Errorf("%w: no %s header", ErrNotSigned, p.IDHeader)
 		}
 		vals[phID] = []byte(id)
 	}
-	if schemeLayoutUses(v.layout, phURL) {
+	if layoutUses(v.layout, phURL) {
 		if r.URL == "" {
 			return vals, ErrNoPublicURL
 		}
 		vals[phURL] = []byte(r.URL)
-		if p.BodyHashParam != "" && !schemeFormBody(r.Headers) {
-			if err := schemeCheckBodyHash(r.URL, p.BodyHashParam, r.Body); err != nil {
+		if p.BodyHashParam != "" && !isForm(v.header(r.Header, "content-type")) {
+			if err := checkBodyHash(r.URL, p.BodyHashParam, r.Body); err != nil {
 				return vals, err
 			}
 		}
 	}
-	if schemeLayoutUses(v.layout, phForm) && schemeFormBody(r.Headers) {
-		form, err := schemeCanonicalForm(r.Body)
+	if layoutUses(v.layout, phForm) && isForm(v.header(r.Header, "content-type")) {
+		form, err := canonicalForm(r.Body)
 		if err != nil {
 			return vals, err
 		}
@@ -423,20 +438,20 @@ func (v *Verifier) signedValues(r Request, ts string) (signedValues, error) {
 	return vals, nil
 }
 
-// schemeFormBody reports an application/x-www-form-urlencoded content type.
-func schemeFormBody(headers map[string]string) bool {
-	mt, _, err := mime.ParseMediaType(header(headers, "content-type"))
+// isForm reports an application/x-www-form-urlencoded content type.
+func isForm(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "application/x-www-form-urlencoded"
 }
 
 // maxFormParams bounds the parameters of a signed form body.
 const maxFormParams = 1000
 
-// schemeCanonicalForm returns a form body's parameters sorted by name, each name
+// canonicalForm returns a form body's parameters sorted by name, each name
 // followed by its value (values of a repeated name sorted too), the content
 // Twilio signs after the URL. A body that is not a well-formed form is
 // ErrBadPayload.
-func schemeCanonicalForm(body []byte) ([]byte, error) {
+func canonicalForm(body []byte) ([]byte, error) {
 	if strings.Count(string(body), "&") >= maxFormParams {
 		return nil, fmt.Errorf("%w: more than %d form parameters", ErrBadPayload, maxFormParams)
 	}
@@ -464,9 +479,9 @@ func schemeCanonicalForm(body []byte) ([]byte, error) {
 	return out, nil
 }
 
-// schemeCheckBodyHash compares the hex SHA-256 of body with the query parameter
+// checkBodyHash compares the hex SHA-256 of body with the query parameter
 // param of rawURL: the URL is signed, and through it the body.
-func schemeCheckBodyHash(rawURL, param string, body []byte) error {
+func checkBodyHash(rawURL, param string, body []byte) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return fmt.Errorf("%w: public URL does not parse", ErrNoPublicURL)
@@ -483,10 +498,10 @@ func schemeCheckBodyHash(rawURL, param string, body []byte) error {
 	return nil
 }
 
-// schemeURLSpellings returns rawURL as given, without its port, and with the
+// urlSpellings returns rawURL as given, without its port, and with the
 // scheme's default port: senders sign the URL as configured, which a proxy
 // may spell differently.
-func schemeURLSpellings(rawURL string) []string {
+func urlSpellings(rawURL string) []string {
 	out := []string{rawURL}
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" {
@@ -520,12 +535,12 @@ var reservedDecoder = func() *strings.Replacer {
 	return strings.NewReplacer(pairs...)
 }()
 
-// DecodeReservedURL returns rawURL with the percent-encodings of
+// decodeReservedURL returns rawURL with the percent-encodings of
 // : / ? @ ! $ ' ( ) * , ; decoded: the URL HubSpot signs (Preset.URLDecodeReserved).
-func DecodeReservedURL(rawURL string) string { return reservedDecoder.Replace(rawURL) }
+func decodeReservedURL(rawURL string) string { return reservedDecoder.Replace(rawURL) }
 
-// schemeURLWithoutPort is rawURL without an explicit port.
-func schemeURLWithoutPort(rawURL string) string {
+// urlWithoutPort is rawURL without an explicit port.
+func urlWithoutPort(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Port() == "" {
 		return rawURL
@@ -538,26 +553,61 @@ func schemeURLWithoutPort(rawURL string) string {
 func (v *Verifier) addSecret(secret string) error {
 	p := v.preset
 	switch p.Family {
-	case FamilyPublicKey:
+	case preset.FamilyPublicKey:
 		return v.addPublicKey(secret)
-	case FamilyToken:
+	case preset.FamilyToken:
 		v.keys = append(v.keys, []byte(secret))
 		return nil
+	case preset.FamilyItemHMAC:
+		return v.addItemKey(secret)
 	}
-	if p.SecretFormat == SecretWhsec {
-		key, err := DecodeStandardSecret(secret)
+	if p.SecretFormat == preset.SecretWhsec {
+		key, err := preset.DecodeWhsec(secret)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrInvalidSecret, err)
 		}
 		v.keys = append(v.keys, key)
 		return nil
 	}
-	if p.SecretFormat == SecretHTMLSpecialChars {
-		secret = schemeHTMLSpecialChars.Replace(secret)
+	if p.SecretFormat == preset.SecretHTMLSpecialChars {
+		secret = htmlSpecialChars.Replace(secret)
 	}
 	v.keys = append(v.keys, []byte(secret))
 	return nil
 }
 
-// schemeHTMLSpecialChars decodes what PHP's htmlspecialchars encodes (ENT_QUOTES).
-var schemeHTMLSpecialChars = strings.NewReplacer("&amp;", "&", "&quot;", `"`, "&#039;", "'", "&#39;", "'", "&lt;", "<", "&gt;", ">")
+// htmlSpecialChars decodes what PHP's htmlspecialchars encodes (ENT_QUOTES).
+var htmlSpecialChars = strings.NewReplacer("&amp;", "&", "&quot;", `"`, "&#039;", "'", "&#39;", "'", "&lt;", "<", "&gt;", ">")
+
+// maxQuoted bounds the request text an error message quotes: errors reach
+// log lines, and request headers are the sender's (or an attacker's) to make
+// as long as they like.
+const maxQuoted = 256
+
+// quote returns s as a Go-quoted string of at most maxQuoted bytes, followed,
+// when it had to be cut, by a marker giving the full length.
+func quote(s string) string {
+	n := len(s)
+	if n > maxQuoted {
+		s = s[:maxQuoted]
+	}
+	q := strconv.Quote(s)
+	if len(q) <= maxQuoted && n <= maxQuoted {
+		return q
+	}
+	if len(q) > maxQuoted {
+		q = q[:maxQuoted]
+	}
+	return q + "...(truncated, " + strconv.Itoa(n) + " bytes)"
+}
+
+// checkTolerance rejects a signed time further than tolerance from now.
+func checkTolerance(signed, now time.Time, tolerance time.Duration) error {
+	if d := now.Sub(signed); d > tolerance {
+		return fmt.Errorf("%w: signed %s ago, tolerance %s", ErrTooOld, d.Truncate(time.Second), tolerance)
+	}
+	if d := signed.Sub(now); d > tolerance {
+		return fmt.Errorf("%w: signed %s ahead, tolerance %s", ErrTooNew, d.Truncate(time.Second), tolerance)
+	}
+	return nil
+}
