@@ -30,8 +30,8 @@ var fenceContract = []struct {
 			t.Fatalf("the later owner's Create = %+v, %v; want written with token 20", first, err)
 		}
 		stale := idem.ContextWithFence(context.Background(), 19)
-		if p, err := l.Create(stale, key, payment("alice", "pay_paused_owner", 100)); !errors.Is(err, ledger.ErrFenced) || p.ID != "" {
-			t.Fatalf("stale owner's Create = %+v, %v; want ErrFenced and no payment", p, err)
+		if p, err := l.Create(stale, key, payment("alice", "pay_paused_owner", 100)); !errors.Is(err, ledger.ErrFenced) || p.ID != "pay_new_owner" {
+			t.Fatalf("stale owner's Create = %+v, %v; want ErrFenced and the later owner's payment", p, err)
 		}
 		if _, err := l.Get(context.Background(), "alice", "pay_paused_owner"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("the stale owner's payment was written: %v", err)

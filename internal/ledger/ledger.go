@@ -66,9 +66,9 @@ type Payment struct {
 type Ledger interface {
 	// Create writes p under scopedKey with a conditional write (only if no payment exists for
 	// that key). If one already exists it returns the existing payment and ErrExists (so a retry
-	// after a lost cache record returns the original payment), or ErrFenced and nothing when the
-	// payment was written under a larger fencing token than the one ctx carries
-	// (idem.FenceFrom): the caller's claim was taken over. Create reads ctx's token itself and
+	// after a lost cache record returns the original payment), or the existing payment and
+	// ErrFenced when it was written under a larger fencing token than the one ctx carries
+	// (idem.FenceFrom): the caller's claim was taken over, and the payment is the later owner's. Create reads ctx's token itself and
 	// records it with the payment; it refuses to write once ctx is done or past its deadline,
 	// checked immediately before the write. If p.ID is already used under
 	// another key it returns ErrDuplicateID and writes nothing. On success it returns p as
@@ -92,11 +92,11 @@ func live(ctx context.Context) error {
 	return nil
 }
 
-// refused returns ErrFenced when existing was written under a larger fencing token than
-// the caller's, else existing with ErrExists.
+// refused returns existing with ErrFenced when it was written under a larger fencing token
+// than the caller's, else existing with ErrExists.
 func refused(ctx context.Context, existing Payment) (Payment, error) {
 	if fence, ok := idem.FenceFrom(ctx); ok && fence < existing.Fence {
-		return Payment{}, fmt.Errorf("%w (token %d, the payment's %d)", ErrFenced, fence, existing.Fence)
+		return existing, fmt.Errorf("%w (token %d, the payment's %d)", ErrFenced, fence, existing.Fence)
 	}
 	return existing, ErrExists
 }

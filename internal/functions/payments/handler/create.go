@@ -243,7 +243,9 @@ func (h *Handler) record(ctx context.Context, scoped, principal string, in creat
 		switch {
 		case err == nil:
 			return stored, false, nil
-		case errors.Is(err, ledger.ErrExists):
+		case errors.Is(err, ledger.ErrExists), errors.Is(err, ledger.ErrFenced):
+			// ErrFenced: this claim was taken over and the later owner wrote the payment; this
+			// request gets that payment, as a retry would.
 			if stored.Fingerprint != "" && stored.Fingerprint != fingerprint {
 				return ledger.Payment{}, false, errKeyReused
 			}
