@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
 )
 
 // parameterSets are the deployments every check of this file holds for: the defaults (Profile
