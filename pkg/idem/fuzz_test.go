@@ -2,6 +2,7 @@ package idem
 
 import (
 	"bytes"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -9,6 +10,7 @@ import (
 func FuzzDecodeRecord(f *testing.F) {
 	tok, fp, exp := token{1}, FingerprintOf([]byte("f")), time.UnixMilli(1_700_000_000_000)
 	f.Add(encodeInProgress(tok, fp, exp))
+	f.Add(strconv.AppendUint(encodeInProgress(tok, fp, exp), 1_764_601_200_000_001, 10))
 	done, _ := encodeCompleted(tok, fp, exp, Result{Status: 200, Headers: map[string]string{"k": "v"}, Body: []byte("{}")}, 0)
 	f.Add(done)
 	f.Add([]byte{})
@@ -33,6 +35,9 @@ func FuzzDecodeRecord(f *testing.F) {
 			return
 		}
 		again = encodeInProgress(rec.token, rec.fingerprint, rec.expiresAt)
+		if rec.fence != 0 { // a fenced claim: the claim script appends its token in decimal
+			again = strconv.AppendUint(again, rec.fence, 10)
+		}
 		if !bytes.Equal(again, b) {
 			t.Fatalf("in-progress record does not round-trip")
 		}
