@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -108,6 +109,9 @@ func TestMinReplicasOnClusterWaitsOnTheKeysNode(t *testing.T) {
 		cl := testsupport.StartCluster(t, 3, tc.replicas)
 		c := cl.NewClient()
 		t.Cleanup(func() { c.Close() })
+		if tc.replicas > 0 {
+			waitForReplicas(t, c, tc.replicas)
+		}
 		g, err := New(c, WithPrefix("replicas"), WithMinReplicas(1, 200*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
@@ -128,6 +132,27 @@ func TestMinReplicasOnClusterWaitsOnTheKeysNode(t *testing.T) {
 			}
 		}
 	}
+}
+
+// waitForReplicas waits, with a bound, until every master of c has n replicas in sync: a
+// cluster's replicas link up a moment after it starts, later on a busy machine.
+func waitForReplicas(t *testing.T, c *redis.ClusterClient, n int) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			got, err := m.Do(ctx, "wait", n, 100).Int()
+			if err == nil && got < n {
+				err = fmt.Errorf("%s: %d of %d replicas", m.Options().Addr, got, n)
+			}
+			return err
+		})
+		if err == nil {
+			return
+		}
+	}
+	t.Fatalf("replicas not in sync: %v", err)
 }
 
 func TestMinReplicasOptionIsValidated(t *testing.T) {
