@@ -48,3 +48,17 @@ func plain() {}
 		}
 	}
 }
+
+func TestGoRunsDownloadLinesAreNotAFailure(t *testing.T) {
+	for stderr, want := range map[string]bool{
+		"exit status 1\n": true,
+		"go: downloading github.com/fzipp/gocyclo v0.6.0\nexit status 1\n": true,
+		"go: github.com/fzipp/gocyclo@v9: not found\nexit status 1\n":      false,
+		"go: downloading x v1\n": false,
+		"":                       false,
+	} {
+		if got := onlyListed(stderr); got != want {
+			t.Errorf("onlyListed(%q) = %v, want %v", stderr, got, want)
+		}
+	}
+}
