@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,60 +57,57 @@ func TestOpenDoesNotDial(t *testing.T) {
 	}
 }
 
+// A closed port is refused at once: the first command fails with the dial's own error (connection
+// refused), not after waiting for a dial timeout, and Open itself dials nothing (above).
 func TestFirstCommandAgainstClosedPortFailsFast(t *testing.T) {
 	addr := testsupport.ClosedAddr(t)
 	for _, cluster := range []bool{false, true} {
-		start := time.Now()
 		c := mustOpen(t, Settings{URL: "redis://" + addr, Cluster: cluster})
-		if d := time.Since(start); d > 100*time.Millisecond {
-			t.Errorf("cluster=%v: Open took %v", cluster, d)
-		}
-		start = time.Now()
 		err := c.Client.Ping(context.Background()).Err()
-		elapsed := time.Since(start)
 		var opErr *net.OpError
-		if !errors.As(err, &opErr) {
-			t.Errorf("cluster=%v: Ping err = %v (%T), want a *net.OpError", cluster, err, err)
+		if !errors.As(err, &opErr) || opErr.Op != "dial" {
+			t.Errorf("cluster=%v: Ping err = %v (%T), want a *net.OpError of the dial", cluster, err, err)
 		}
-		if elapsed > DefaultDialTimeout {
-			t.Errorf("cluster=%v: Ping failed after %v, want within %v", cluster, elapsed, DefaultDialTimeout)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("cluster=%v: Ping err = %v, want connection refused (not a dial timeout)", cluster, err)
 		}
 	}
 }
 
+// A silent server fails the command with a timeout of the configured read timeout, after at most
+// DefaultMaxRetries retries. (go-redis does not retry a timeout in the connection handshake,
+// which is where a silent server is noticed, so usually there is a single attempt.)
 func TestUnresponsiveServerFailsWithinReadTimeout(t *testing.T) {
 	addr, accepted := countingListener(t)
 	const read = 100 * time.Millisecond
 	c := mustOpen(t, Settings{URL: "redis://" + addr}, WithTimeouts(0, read, 0))
-	start := time.Now()
+	if got := singleOptions(t, c).ReadTimeout; got != read {
+		t.Fatalf("ReadTimeout = %v, want %v", got, read)
+	}
 	err := c.Client.Ping(context.Background()).Err()
-	elapsed := time.Since(start)
 	var netErr net.Error
 	if !errors.As(err, &netErr) || !netErr.Timeout() {
 		t.Fatalf("Ping err = %v, want a net.Error timeout", err)
-	}
-	// At most one attempt plus DefaultMaxRetries, each waiting ReadTimeout, plus a short
-	// backoff. (go-redis does not retry a timeout in the connection handshake, which is where
-	// a silent server is noticed, so usually there is a single attempt.)
-	if limit := time.Duration(DefaultMaxRetries+1)*read + 300*time.Millisecond; elapsed > limit {
-		t.Errorf("Ping failed after %v, want within %v", elapsed, limit)
 	}
 	if n := accepted.Load(); n < 1 || n > DefaultMaxRetries+1 {
 		t.Errorf("server saw %d connections, want 1 to %d", n, DefaultMaxRetries+1)
 	}
 }
 
+// A context deadline shorter than the read timeout ends the command first: it fails before the
+// 5 s read timeout could have passed once.
 func TestContextDeadlineShorterThanReadTimeoutWins(t *testing.T) {
 	addr, _ := countingListener(t)
-	c := mustOpen(t, Settings{URL: "redis://" + addr}, WithTimeouts(0, 5*time.Second, 0))
+	const read = 5 * time.Second
+	c := mustOpen(t, Settings{URL: "redis://" + addr}, WithTimeouts(0, read, 0))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	if err := c.Client.Ping(ctx).Err(); err == nil {
 		t.Fatal("Ping succeeded against a silent server")
 	}
-	if elapsed := time.Since(start); elapsed > time.Second {
-		t.Errorf("Ping with a 100ms deadline took %v", elapsed)
+	if elapsed := time.Since(start); elapsed >= read {
+		t.Errorf("Ping with a 100ms deadline took %v, the read timeout's %v", elapsed, read)
 	}
 }
 
