@@ -3,9 +3,11 @@ package config
 import (
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/idemlambda/idem/internal/preset"
 	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
@@ -56,6 +58,12 @@ const (
 	// domain, a CDN or a proxy. URL-signing senders (Twilio, Square,
 	// HubSpot) sign it. Unset, the URL is rebuilt from the event.
 	PublicURLSetting = "WEBHOOK_PUBLIC_URL"
+
+	// AllowLegacySignaturesSetting, "true", makes a preset with older
+	// signature versions accept them when the current one is absent
+	// (HubSpot's v1 and v2, which sign no timestamp: docs/providers.md).
+	// Refused for a sender without such versions. Default false.
+	AllowLegacySignaturesSetting = "WEBHOOK_ALLOW_LEGACY_SIGNATURES"
 )
 
 // hmacFieldSettings names the setting of each HMACConfig field.
@@ -133,6 +141,13 @@ func duration(raw, name string) (time.Duration, error) {
 // the other errors are webhook.New's, for the caller to name the variable
 // of the secrets or the tolerance.
 func NewVerifier(provider string, secrets []string, tolerance time.Duration, getenv func(string) string) (*webhook.Verifier, error) {
+	legacy, err := allowLegacy(provider, getenv)
+	if err != nil {
+		return nil, err
+	}
+	if legacy {
+		return legacyVerifier(provider, secrets, tolerance)
+	}
 	if provider != HMACProvider {
 		return webhook.New(provider, secrets, tolerance)
 	}
@@ -149,6 +164,38 @@ func NewVerifier(provider string, secrets []string, tolerance time.Duration, get
 		return nil, &setting.Error{Var: hmacFieldSettings[ce.Field], Reason: ce.Reason}
 	}
 	return v, err
+}
+
+// allowLegacy reads AllowLegacySignaturesSetting: on only for a preset that
+// has older signature versions.
+func allowLegacy(provider string, getenv func(string) string) (bool, error) {
+	raw := strings.TrimSpace(getenv(AllowLegacySignaturesSetting))
+	if raw == "" {
+		return false, nil
+	}
+	on, err := strconv.ParseBool(raw)
+	if err != nil {
+		return false, setting.Errorf(AllowLegacySignaturesSetting, "want true or false, got %q", raw)
+	}
+	if !on {
+		return false, nil
+	}
+	if p, ok := preset.Lookup(provider); !ok || p.Legacy.SignatureHeader == "" {
+		return false, setting.Errorf(AllowLegacySignaturesSetting, "%s has no legacy signatures to allow (only hubspot has)", provider)
+	}
+	return true, nil
+}
+
+// legacyVerifier is webhook.New's verifier for provider with its legacy
+// signatures allowed.
+func legacyVerifier(provider string, secrets []string, tolerance time.Duration) (*webhook.Verifier, error) {
+	p, _ := preset.Lookup(provider)
+	p.AllowLegacySignatures = true
+	v, err := preset.NewVerifier(p, secrets, tolerance)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*webhook.Verifier), nil
 }
 
 // PublicURLFromEnv reads PublicURLSetting through getenv: "" when unset,

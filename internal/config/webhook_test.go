@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -87,6 +88,41 @@ func TestPublicURLSetting(t *testing.T) {
 		var se *setting.Error
 		if ok != (err == nil) || (!ok && (!errors.As(err, &se) || se.Var != config.PublicURLSetting)) {
 			t.Errorf("%q: %v", raw, err)
+		}
+	}
+}
+
+// HubSpot's published v1 test request, from HubSpot/hubspot-api-nodejs
+// test/unit/signature.spec.ts ("Validates v1"): it carries no v3 signature, so
+// it verifies only with WEBHOOK_ALLOW_LEGACY_SIGNATURES.
+func TestAllowLegacySignaturesSetting(t *testing.T) {
+	const (
+		secret = "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy"
+		body   = `[{"eventId":1,"subscriptionId":12345,"portalId":62515,"occurredAt":1564113600000,"subscriptionType":"contact.creation","attemptNumber":0,"objectId":123,"changeSource":"CRM","changeFlag":"NEW","appId":54321}]`
+		sig    = "232db2615f3d666fe21a8ec971ac7b5402d33b9a925784df3ca654d05f4817de"
+	)
+	req := webhook.Request{
+		Method: "POST", URL: "https://example.com/webhooks/hubspot", Now: time.Now(), Body: []byte(body),
+		Header: http.Header{"Content-Type": {"application/json"}, "X-Hubspot-Signature": {sig}, "X-Hubspot-Signature-Version": {"v1"}},
+	}
+	for value, accepted := range map[string]bool{"": false, "false": false, "true": true, "1": true} {
+		v, err := config.NewVerifier("hubspot", []string{secret}, 0, envOf(map[string]string{config.AllowLegacySignaturesSetting: value}))
+		if err != nil {
+			t.Fatalf("%q: %v", value, err)
+		}
+		d, err := v.Verify(req)
+		if accepted && (err != nil || d.ID == "") {
+			t.Errorf("%s=%q: HubSpot's v1 test request: %v, want accepted", config.AllowLegacySignaturesSetting, value, err)
+		}
+		if !accepted && !errors.Is(err, webhook.ErrNotSigned) {
+			t.Errorf("%s=%q: HubSpot's v1 test request: %v, want ErrNotSigned", config.AllowLegacySignaturesSetting, value, err)
+		}
+	}
+	for _, tc := range []struct{ provider, value string }{{"hubspot", "yes please"}, {"github", "true"}, {config.HMACProvider, "true"}} {
+		_, err := config.NewVerifier(tc.provider, []string{secret}, 0, envOf(map[string]string{config.AllowLegacySignaturesSetting: tc.value, config.HMACHeaderSetting: "x-sig"}))
+		var se *setting.Error
+		if !errors.As(err, &se) || se.Var != config.AllowLegacySignaturesSetting {
+			t.Errorf("%s with %s=%q: %v, want an error naming the setting", tc.provider, config.AllowLegacySignaturesSetting, tc.value, err)
 		}
 	}
 }

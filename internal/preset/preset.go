@@ -526,3 +526,10 @@ func Names() []string {
 // DefaultTolerance is the window Stripe, Slack and Standard Webhooks document for a signed
 // timestamp.
 const DefaultTolerance = 300 * time.Second
+
+// NewVerifier builds package webhook's *webhook.Verifier (returned as any: this package cannot
+// name the type) from a row that differs from the table's, with an option the public
+// constructor does not offer, such as AllowLegacySignatures, which the application turns on
+// from a setting. Package webhook sets it when it is initialised; it is nil in a program that
+// does not link package webhook.
+var NewVerifier func(p Preset, secrets []string, tolerance time.Duration) (any, error)

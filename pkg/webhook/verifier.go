@@ -31,6 +31,14 @@ type Verifier struct {
 	fingerprintFields []string
 }
 
+// The application builds from a row with an option New does not offer (internal/config:
+// WEBHOOK_ALLOW_LEGACY_SIGNATURES), through the internal preset package.
+func init() {
+	preset.NewVerifier = func(p preset.Preset, secrets []string, tolerance time.Duration) (any, error) {
+		return newVerifier(p, secrets, tolerance)
+	}
+}
+
 // newVerifier returns a verifier for p accepting any of secrets.
 func newVerifier(p preset.Preset, secrets []string, tolerance time.Duration) (*Verifier, error) {
 	if len(secrets) == 0 {
