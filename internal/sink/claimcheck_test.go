@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,25 +177,8 @@ type s3Request struct {
 // as S3 documents. It is a test of the requests' shape (bucket, key, checksum, content type),
 // not of S3: it cannot tell whether S3 would accept them.
 func TestS3StoreRequestShape(t *testing.T) {
-	var mu sync.Mutex
-	var seen []s3Request
 	stored := []byte(`{"ref":"refs/heads/main"}`)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		seen = append(seen, s3Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-		mu.Unlock()
-		w.Header().Set("ETag", `"6805f2cfc46c0f04559748bb039d69ae"`)
-		if r.Method == http.MethodGet {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(stored)))
-			_, _ = w.Write(stored)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	testsupport.IsolateAWS(t)
-	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
-
+	seen := recordingS3(t, stored)
 	store, err := PayloadStoreFromEnv(context.Background(), envMap(map[string]string{EnvPayloadBucket: "idem-payloads-123"}))
 	if err != nil || store == nil {
 		t.Fatalf("store %v, err %v", store, err)
@@ -211,26 +195,61 @@ func TestS3StoreRequestShape(t *testing.T) {
 		t.Error("Get of an object over maxBytes succeeded")
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(seen) != 3 {
-		t.Fatalf("server saw %d requests, want 3", len(seen))
+	requests := seen()
+	if len(requests) != 3 {
+		t.Fatalf("server saw %d requests, want 3", len(requests))
 	}
-	put, get := seen[0], seen[1]
-	sum := sha256.Sum256(stored)
+	put, get := requests[0], requests[1]
 	wantPath := "/idem-payloads-123/" + key
-	if put.Method != http.MethodPut || put.Path != wantPath || !bytes.Equal(put.Body, stored) ||
-		put.Header.Get("Content-Type") != "application/json" ||
-		put.Header.Get("X-Amz-Checksum-Sha256") != base64.StdEncoding.EncodeToString(sum[:]) ||
-		put.Header.Get("Content-Length") != strconv.Itoa(len(stored)) ||
-		!strings.HasPrefix(put.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
-		t.Errorf("PutObject: %s %s, headers %v, body %q", put.Method, put.Path, put.Header, put.Body)
-	}
+	checkPutObject(t, put, wantPath, stored)
 	if get.Method != http.MethodGet || get.Path != wantPath {
 		t.Errorf("GetObject: %s %s", get.Method, get.Path)
 	}
 
 	if store, err := PayloadStoreFromEnv(context.Background(), envMap(nil)); store != nil || err != nil {
 		t.Errorf("without %s: store %v, err %v", EnvPayloadBucket, store, err)
+	}
+}
+
+// recordingS3 starts a server that records every request and answers as S3 documents, GET
+// with stored, and points AWS_ENDPOINT_URL_S3 at it (with the rest of the AWS environment
+// isolated). seen returns the requests so far.
+func recordingS3(t *testing.T, stored []byte) (seen func() []s3Request) {
+	t.Helper()
+	var mu sync.Mutex
+	var requests []s3Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		requests = append(requests, s3Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+		mu.Unlock()
+		w.Header().Set("ETag", `"6805f2cfc46c0f04559748bb039d69ae"`)
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(stored)))
+			_, _ = w.Write(stored)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	testsupport.IsolateAWS(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	return func() []s3Request {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(requests)
+	}
+}
+
+// checkPutObject fails t unless put is a signed PutObject of body at path, with its content
+// type, length and SHA-256 checksum.
+func checkPutObject(t *testing.T, put s3Request, path string, body []byte) {
+	t.Helper()
+	sum := sha256.Sum256(body)
+	if put.Method != http.MethodPut || put.Path != path || !bytes.Equal(put.Body, body) ||
+		put.Header.Get("Content-Type") != "application/json" ||
+		put.Header.Get("X-Amz-Checksum-Sha256") != base64.StdEncoding.EncodeToString(sum[:]) ||
+		put.Header.Get("Content-Length") != strconv.Itoa(len(body)) ||
+		!strings.HasPrefix(put.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+		t.Errorf("PutObject: %s %s, headers %v, body %q", put.Method, put.Path, put.Header, put.Body)
 	}
 }

@@ -13,13 +13,16 @@ import (
 
 // putEventsInput is what the tests read of a PutEvents input.
 type putEventsInput struct {
-	Entries []struct {
-		Source       string
-		DetailType   string
-		Detail       string
-		EventBusName string
-		Time         float64
-	}
+	Entries []putEventsEntry
+}
+
+// putEventsEntry is what the tests read of one entry of a PutEvents input.
+type putEventsEntry struct {
+	Source       string
+	DetailType   string
+	Detail       string
+	EventBusName string
+	Time         float64
 }
 
 // newFakeEventBridge starts a fake EventBridge answering every PutEvents with response.
@@ -52,26 +55,33 @@ func TestEventBridgePutsOneEntryWithSourceTypeAndEnvelope(t *testing.T) {
 	if len(r.Input.Entries) != 1 {
 		t.Fatalf("got %d entries, want 1", len(r.Input.Entries))
 	}
-	entry := r.Input.Entries[0]
-	if entry.Source != "webhook.stripe" || entry.DetailType != e.Type || entry.EventBusName != "webhooks-bus" {
+	checkEventBridgeEntry(t, r.Input.Entries[0], e)
+
+	if got := reqs[1].Input.Entries[0]; got.Source != "webhook.github" || got.DetailType != DefaultDetailType {
+		t.Errorf("untyped entry: Source %q DetailType %q", got.Source, got.DetailType)
+	}
+}
+
+// checkEventBridgeEntry fails t unless entry is e on the bus webhooks-bus: its source and
+// detail type from the provider and type, its time, and its envelope as the detail with the
+// body embedded as JSON.
+func checkEventBridgeEntry(t *testing.T, entry putEventsEntry, e Event) {
+	t.Helper()
+	if entry.Source != "webhook."+e.Provider || entry.DetailType != e.Type || entry.EventBusName != "webhooks-bus" {
 		t.Errorf("entry = %+v", entry)
 	}
-	if int64(entry.Time) != receivedAt.Unix() {
-		t.Errorf("Time = %v, want %d", entry.Time, receivedAt.Unix())
+	if int64(entry.Time) != e.ReceivedAt.Unix() {
+		t.Errorf("Time = %v, want %d", entry.Time, e.ReceivedAt.Unix())
 	}
 	var detail map[string]any
 	if err := json.Unmarshal([]byte(entry.Detail), &detail); err != nil {
 		t.Fatalf("Detail is not JSON: %v", err)
 	}
-	if detail["provider"] != "stripe" || detail["id"] != e.ID || detail["object_id"] != e.ObjectID {
+	if detail["provider"] != e.Provider || detail["id"] != e.ID || detail["object_id"] != e.ObjectID {
 		t.Errorf("Detail = %s", entry.Detail)
 	}
 	if p, ok := detail["payload"].(map[string]any); !ok || p["object"] != "event" {
 		t.Errorf("Detail payload not embedded as JSON: %s", entry.Detail)
-	}
-
-	if got := reqs[1].Input.Entries[0]; got.Source != "webhook.github" || got.DetailType != DefaultDetailType {
-		t.Errorf("untyped entry: Source %q DetailType %q", got.Source, got.DetailType)
 	}
 }
 

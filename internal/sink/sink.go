@@ -209,63 +209,71 @@ const (
 // AWS_ENDPOINT_URL_EVENTBRIDGE and AWS_ENDPOINT_URL_S3. Loading the configuration
 // makes no network call; credentials are fetched on first use.
 func FromEnv(ctx context.Context, getenv func(string) string, logOut io.Writer, payloads PayloadStore) (Sink, error) {
-	kind := strings.ToLower(strings.TrimSpace(getenv(EnvSink)))
-	switch kind {
+	switch kind := strings.ToLower(strings.TrimSpace(getenv(EnvSink))); kind {
 	case "", "log":
 		if logOut == nil {
 			logOut = os.Stdout
 		}
 		return NewLog(logOut), nil
-
 	case "sqs":
-		queueURL := strings.TrimSpace(getenv(EnvQueueURL))
-		if queueURL == "" {
-			return nil, fmt.Errorf("sink: %s is required when %s=sqs", EnvQueueURL, EnvSink)
-		}
-		if u, err := url.Parse(queueURL); err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("sink: %s=%q is not an SQS queue URL", EnvQueueURL, queueURL)
-		}
-		var opts []SQSOption
-		if v := strings.TrimSpace(getenv(EnvSQSMaxMessageBytes)); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > SQSMaxMessageBytesLimit {
-				return nil, fmt.Errorf("sink: %s=%q must be an integer from 1 to %d", EnvSQSMaxMessageBytes, v, SQSMaxMessageBytesLimit)
-			}
-			opts = append(opts, WithMaxMessageBytes(n))
-		}
-		cfg, err := config.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("sink: load AWS config for %s=sqs: %w", EnvSink, err)
-		}
-		if payloads == nil {
-			payloads = s3StoreFromEnv(cfg, getenv)
-		}
-		if payloads != nil {
-			opts = append(opts, WithPayloadStore(payloads))
-		}
-		return NewSQS(sqs.NewFromConfig(cfg), queueURL, opts...), nil
-
+		return sqsFromEnv(ctx, getenv, payloads)
 	case "eventbridge":
-		bus := strings.TrimSpace(getenv(EnvEventBus))
-		if bus == "" {
-			return nil, fmt.Errorf("sink: %s is required when %s=eventbridge", EnvEventBus, EnvSink)
-		}
-		cfg, err := config.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("sink: load AWS config for %s=eventbridge: %w", EnvSink, err)
-		}
-		if payloads == nil {
-			payloads = s3StoreFromEnv(cfg, getenv)
-		}
-		var opts []EventBridgeOption
-		if payloads != nil {
-			opts = append(opts, WithEventBridgePayloadStore(payloads))
-		}
-		return NewEventBridge(eventbridge.NewFromConfig(cfg), bus, opts...), nil
-
+		return eventBridgeFromEnv(ctx, getenv, payloads)
 	default:
 		return nil, fmt.Errorf("sink: %s=%q is not one of log, sqs, eventbridge", EnvSink, kind)
 	}
+}
+
+// sqsFromEnv builds FromEnv's "sqs" sink; payloads, when nil, is the S3Store on
+// WEBHOOK_PAYLOAD_BUCKET if that is set.
+func sqsFromEnv(ctx context.Context, getenv func(string) string, payloads PayloadStore) (Sink, error) {
+	queueURL := strings.TrimSpace(getenv(EnvQueueURL))
+	if queueURL == "" {
+		return nil, fmt.Errorf("sink: %s is required when %s=sqs", EnvQueueURL, EnvSink)
+	}
+	if u, err := url.Parse(queueURL); err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("sink: %s=%q is not an SQS queue URL", EnvQueueURL, queueURL)
+	}
+	var opts []SQSOption
+	if v := strings.TrimSpace(getenv(EnvSQSMaxMessageBytes)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > SQSMaxMessageBytesLimit {
+			return nil, fmt.Errorf("sink: %s=%q must be an integer from 1 to %d", EnvSQSMaxMessageBytes, v, SQSMaxMessageBytesLimit)
+		}
+		opts = append(opts, WithMaxMessageBytes(n))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sink: load AWS config for %s=sqs: %w", EnvSink, err)
+	}
+	if payloads == nil {
+		payloads = s3StoreFromEnv(cfg, getenv)
+	}
+	if payloads != nil {
+		opts = append(opts, WithPayloadStore(payloads))
+	}
+	return NewSQS(sqs.NewFromConfig(cfg), queueURL, opts...), nil
+}
+
+// eventBridgeFromEnv builds FromEnv's "eventbridge" sink; payloads, when nil, is the S3Store on
+// WEBHOOK_PAYLOAD_BUCKET if that is set.
+func eventBridgeFromEnv(ctx context.Context, getenv func(string) string, payloads PayloadStore) (Sink, error) {
+	bus := strings.TrimSpace(getenv(EnvEventBus))
+	if bus == "" {
+		return nil, fmt.Errorf("sink: %s is required when %s=eventbridge", EnvEventBus, EnvSink)
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sink: load AWS config for %s=eventbridge: %w", EnvSink, err)
+	}
+	if payloads == nil {
+		payloads = s3StoreFromEnv(cfg, getenv)
+	}
+	var opts []EventBridgeOption
+	if payloads != nil {
+		opts = append(opts, WithEventBridgePayloadStore(payloads))
+	}
+	return NewEventBridge(eventbridge.NewFromConfig(cfg), bus, opts...), nil
 }
 
 // PayloadStoreFromEnv returns the S3Store on WEBHOOK_PAYLOAD_BUCKET, for a consumer that

@@ -70,6 +70,20 @@ func TestLogSinkWritesOneJSONLinePerEventWithBodyEmbedded(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines, want 2:\n%s", len(lines), out.String())
 	}
+	checkLogLine(t, lines[0], e)
+	var second2 map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &second2); err != nil {
+		t.Fatalf("second line is not JSON: %v", err)
+	}
+	if _, ok := second2["received_at"]; ok {
+		t.Errorf("zero received_at should be omitted: %s", lines[1])
+	}
+}
+
+// checkLogLine fails t unless line is the JSON log line of e: its metadata and its body
+// embedded as a JSON object.
+func checkLogLine(t *testing.T, line string, e Event) {
+	t.Helper()
 	var got struct {
 		Provider   string          `json:"provider"`
 		ID         string          `json:"id"`
@@ -78,8 +92,8 @@ func TestLogSinkWritesOneJSONLinePerEventWithBodyEmbedded(t *testing.T) {
 		ReceivedAt time.Time       `json:"received_at"`
 		Body       json.RawMessage `json:"body"`
 	}
-	if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
-		t.Fatalf("line is not JSON: %v\n%s", err, lines[0])
+	if err := json.Unmarshal([]byte(line), &got); err != nil {
+		t.Fatalf("line is not JSON: %v\n%s", err, line)
 	}
 	if got.Provider != e.Provider || got.ID != e.ID || got.Type != e.Type || got.ObjectID != e.ObjectID || !got.ReceivedAt.Equal(e.ReceivedAt) {
 		t.Errorf("metadata = %+v, want the event's", got)
@@ -87,13 +101,6 @@ func TestLogSinkWritesOneJSONLinePerEventWithBodyEmbedded(t *testing.T) {
 	var body map[string]any
 	if err := json.Unmarshal(got.Body, &body); err != nil || body["object"] != "event" {
 		t.Errorf("body not embedded as JSON object: %s (%v)", got.Body, err)
-	}
-	var second2 map[string]any
-	if err := json.Unmarshal([]byte(lines[1]), &second2); err != nil {
-		t.Fatalf("second line is not JSON: %v", err)
-	}
-	if _, ok := second2["received_at"]; ok {
-		t.Errorf("zero received_at should be omitted: %s", lines[1])
 	}
 }
 

@@ -62,6 +62,8 @@ func sqsSinkFromEnv(t *testing.T, f *testsupport.FakeAWS, queueURL string) Sink 
 	return sinkFromEnv(t, "AWS_ENDPOINT_URL_SQS", f.URL, map[string]string{EnvSink: "sqs", EnvQueueURL: queueURL})
 }
 
+// checkSQSCall fails t unless req is a signed SendMessage to queueURL carrying e's envelope,
+// with its provider and type as message attributes.
 func checkSQSCall(t *testing.T, req sqsRequest, queueURL string, e Event) {
 	t.Helper()
 	if req.Target != "AmazonSQS.SendMessage" {
@@ -76,20 +78,30 @@ func checkSQSCall(t *testing.T, req sqsRequest, queueURL string, e Event) {
 	if req.Input.QueueUrl != queueURL {
 		t.Errorf("QueueUrl = %q, want %q", req.Input.QueueUrl, queueURL)
 	}
-	var env struct {
-		Provider, ID, Type, ObjectID string
-		ReceivedAt                   string          `json:"received_at"`
-		Payload                      json.RawMessage `json:"payload"`
+	checkSQSEnvelope(t, req.Input.MessageBody, e)
+	if a := req.Input.MessageAttributes["provider"]; a.DataType != "String" || a.StringValue != e.Provider {
+		t.Errorf("provider attribute = %+v", a)
 	}
-	if err := json.Unmarshal([]byte(req.Input.MessageBody), &env); err != nil {
+	if a := req.Input.MessageAttributes["type"]; a.DataType != "String" || a.StringValue != e.Type {
+		t.Errorf("type attribute = %+v", a)
+	}
+}
+
+// checkSQSEnvelope fails t unless the message body is e's envelope: its metadata, the time it
+// was received, and its body inline as JSON.
+func checkSQSEnvelope(t *testing.T, body string, e Event) {
+	t.Helper()
+	var env struct {
+		Provider, ID, Type string
+		ObjectID           string          `json:"object_id"`
+		ReceivedAt         string          `json:"received_at"`
+		Payload            json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal([]byte(body), &env); err != nil {
 		t.Fatalf("MessageBody is not JSON: %v", err)
 	}
-	var objectID struct {
-		ObjectID string `json:"object_id"`
-	}
-	_ = json.Unmarshal([]byte(req.Input.MessageBody), &objectID)
-	if env.Provider != e.Provider || env.ID != e.ID || env.Type != e.Type || objectID.ObjectID != e.ObjectID {
-		t.Errorf("envelope = %s", req.Input.MessageBody)
+	if env.Provider != e.Provider || env.ID != e.ID || env.Type != e.Type || env.ObjectID != e.ObjectID {
+		t.Errorf("envelope = %s", body)
 	}
 	if env.ReceivedAt != "2026-03-01T12:30:00Z" {
 		t.Errorf("received_at = %q", env.ReceivedAt)
@@ -99,12 +111,6 @@ func checkSQSCall(t *testing.T, req sqsRequest, queueURL string, e Event) {
 	_ = json.Unmarshal(e.Body, &want)
 	if p, _ := json.Marshal(payload); string(p) != mustMarshal(want) {
 		t.Errorf("payload = %s, want the body as JSON", env.Payload)
-	}
-	if a := req.Input.MessageAttributes["provider"]; a.DataType != "String" || a.StringValue != e.Provider {
-		t.Errorf("provider attribute = %+v", a)
-	}
-	if a := req.Input.MessageAttributes["type"]; a.DataType != "String" || a.StringValue != e.Type {
-		t.Errorf("type attribute = %+v", a)
 	}
 }
 

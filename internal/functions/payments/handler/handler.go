@@ -227,50 +227,70 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		maxAmount: s.maxAmount,
 		auth:      s.auth,
 	}
-
-	var awsCfg *aws.Config
-	if h.ledger == nil {
-		switch s.ledger {
-		case LedgerMemory:
-			h.ledger = ledger.NewMemory()
-		case LedgerDynamoDB:
-			cfg, err := awsConfigFromEnv(ctx, getenv)
-			if err != nil {
-				return nil, err
-			}
-			awsCfg = &cfg
-			if h.ledger, err = dynamoLedgerFromEnv(cfg, getenv, s.table); err != nil {
-				return nil, err
-			}
-		}
+	awsCfg, err := h.openLedger(ctx, getenv, s)
+	if err != nil {
+		return nil, err
 	}
-
-	rc := redisguard.Config{Client: o.redis, AWS: awsCfg, RedisOptions: o.redisOpts,
-		// Fencing: the ledger reads the claim's token and refuses an owner whose claim was taken over.
-		GuardOptions: append(append(guardOpts, idem.WithFencing(), idem.WithObserver(obs.GuardObserver(h.logger))), o.guardOpts...)}
-	if rc.Client == nil {
-		if rc.Settings, err = redisconn.SettingsFromEnv(getenv); err != nil {
-			return nil, fmt.Errorf("payments: redis: %w", err)
-		}
-	}
-	if h.guard, h.conn, err = redisguard.Open(ctx, rc); err != nil {
-		return nil, fmt.Errorf("payments: %w", err)
-	}
-	client := o.redis
-	if client == nil {
-		client = h.conn.Client
-	}
-	if h.prime, err = idem.New(client, append(rc.GuardOptions, idem.WithResultTTL(time.Millisecond))...); err != nil {
-		return nil, fmt.Errorf("payments: %w", errors.Join(err, h.conn.Close()))
-	}
-	if h.createOnGuard, err = h.newCreate(h.guard); err != nil {
-		return nil, errors.Join(err, h.conn.Close())
+	if err := h.openGuards(ctx, getenv, o, awsCfg, guardOpts); err != nil {
+		return nil, err
 	}
 	if o.ledger == nil && s.ledger == LedgerMemory && s.insideLambda {
 		h.logger.Warn("payments are kept in this execution environment's memory only",
 			slog.String("variable", EnvLedger), slog.String("value", LedgerMemory))
 	}
 	return h, nil
+}
+
+// openLedger sets h.ledger, unless WithLedger gave one, to the ledger PAYMENTS_LEDGER names. For
+// DynamoDB it returns the AWS configuration it loaded, which the Redis connection then signs
+// IAM tokens and reads secrets with; otherwise nil.
+func (h *Handler) openLedger(ctx context.Context, getenv func(string) string, s settings) (*aws.Config, error) {
+	if h.ledger != nil {
+		return nil, nil
+	}
+	switch s.ledger {
+	case LedgerMemory:
+		h.ledger = ledger.NewMemory()
+	case LedgerDynamoDB:
+		cfg, err := awsConfigFromEnv(ctx, getenv)
+		if err != nil {
+			return nil, err
+		}
+		if h.ledger, err = dynamoLedgerFromEnv(cfg, getenv, s.table); err != nil {
+			return nil, err
+		}
+		return &cfg, nil
+	}
+	return nil, nil
+}
+
+// openGuards opens the Redis connection (unless WithRedis gave a client) and builds on it the
+// guard, the guard Prime runs on, and POST /payments through idemhttp. guardOpts are the core's
+// settings from IDEM_*; fencing, the observer and WithGuardOptions go after them.
+func (h *Handler) openGuards(ctx context.Context, getenv func(string) string, o options, awsCfg *aws.Config, guardOpts []idem.Option) error {
+	rc := redisguard.Config{Client: o.redis, AWS: awsCfg, RedisOptions: o.redisOpts,
+		// Fencing: the ledger reads the claim's token and refuses an owner whose claim was taken over.
+		GuardOptions: append(append(guardOpts, idem.WithFencing(), idem.WithObserver(obs.GuardObserver(h.logger))), o.guardOpts...)}
+	var err error
+	if rc.Client == nil {
+		if rc.Settings, err = redisconn.SettingsFromEnv(getenv); err != nil {
+			return fmt.Errorf("payments: redis: %w", err)
+		}
+	}
+	if h.guard, h.conn, err = redisguard.Open(ctx, rc); err != nil {
+		return fmt.Errorf("payments: %w", err)
+	}
+	client := o.redis
+	if client == nil {
+		client = h.conn.Client
+	}
+	if h.prime, err = idem.New(client, append(rc.GuardOptions, idem.WithResultTTL(time.Millisecond))...); err != nil {
+		return fmt.Errorf("payments: %w", errors.Join(err, h.conn.Close()))
+	}
+	if h.createOnGuard, err = h.newCreate(h.guard); err != nil {
+		return errors.Join(err, h.conn.Close())
+	}
+	return nil
 }
 
 // Close releases what New opened: the Redis client built from REDIS_*. A client passed with
@@ -326,25 +346,27 @@ type route struct {
 // matchRoute routes by the route key API Gateway matched; for a $default or ANY route it falls
 // back to the method and the raw path (without the stage prefix of a named stage).
 func matchRoute(req events.APIGatewayV2HTTPRequest) route {
-	key := req.RouteKey
-	if key == "" {
-		key = req.RequestContext.RouteKey
-	}
-	switch key {
+	switch cmp.Or(req.RouteKey, req.RequestContext.RouteKey) {
 	case RouteCreate:
 		return route{key: RouteCreate}
 	case RouteGet:
 		return route{key: RouteGet, id: req.PathParameters["id"]}
 	}
+	return routeOfPath(strings.ToUpper(req.RequestContext.HTTP.Method), stagelessPath(req))
+}
 
-	path := req.RawPath
-	if path == "" {
-		path = req.RequestContext.HTTP.Path
-	}
+// stagelessPath is the request's raw path without the stage prefix of a named stage.
+func stagelessPath(req events.APIGatewayV2HTTPRequest) string {
+	path := cmp.Or(req.RawPath, req.RequestContext.HTTP.Path)
 	if st := req.RequestContext.Stage; st != "" && st != "$default" {
 		path = strings.TrimPrefix(path, "/"+st)
 	}
-	method := strings.ToUpper(req.RequestContext.HTTP.Method)
+	return path
+}
+
+// routeOfPath routes an upper-case method and a path without its stage: /payments and
+// /payments/{id}, whose one segment is path-unescaped.
+func routeOfPath(method, path string) route {
 	switch rest, ok := strings.CutPrefix(path, "/payments"); {
 	case ok && rest == "":
 		if method != "POST" {

@@ -76,17 +76,8 @@ func fieldError(field, format string, args ...any) error {
 // exponent (1.0, 1e2) are errors. Every error is an *inputError naming the field.
 func parseCreateRequest(body []byte, maxAmount int64) (createRequest, error) {
 	var r createRequest
-	if len(bytes.TrimSpace(body)) == 0 {
-		return r, fieldError("body", "required: a JSON object with amount and currency")
-	}
-	if !utf8.Valid(body) {
-		return r, fieldError("body", "not valid UTF-8")
-	}
-	// The whole body first: a token stream reads {"amount":012} as the number 0 before it
-	// meets the 1, and would answer "must be greater than 0" for a syntax error.
-	if !json.Valid(body) {
-		var v json.RawMessage
-		return r, syntaxError(json.Unmarshal(body, &v))
+	if err := checkWholeBody(body); err != nil {
+		return r, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -104,27 +95,12 @@ func parseCreateRequest(body []byte, maxAmount int64) (createRequest, error) {
 			return r, fieldError(displayName(name), "appears more than once")
 		}
 		seen[name] = true
-		switch name {
-		case "amount":
-			r.Amount, err = parseAmount(dec, maxAmount)
-		case "currency":
-			r.Currency, err = parseCurrency(dec)
-		case "description":
-			r.Description, err = stringValue(dec, "description", MaxDescriptionLength)
-		case "metadata":
-			r.Metadata, err = parseMetadata(dec)
-		default:
-			err = fieldError(displayName(name), "unknown field (accepted: amount, currency, description, metadata)")
-		}
-		if err != nil {
+		if err := r.decodeField(dec, name, maxAmount); err != nil {
 			return r, err
 		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return r, syntaxError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return r, fieldError("body", "unexpected data after the JSON object")
+	if err := expectEndOfBody(dec); err != nil {
+		return r, err
 	}
 	switch {
 	case !seen["amount"]:
@@ -133,6 +109,52 @@ func parseCreateRequest(body []byte, maxAmount int64) (createRequest, error) {
 		return r, fieldError("currency", "required (an ISO 4217 code such as EUR)")
 	}
 	return r, nil
+}
+
+// checkWholeBody refuses a body that is empty, not UTF-8 or not JSON, before any field is read.
+func checkWholeBody(body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return fieldError("body", "required: a JSON object with amount and currency")
+	}
+	if !utf8.Valid(body) {
+		return fieldError("body", "not valid UTF-8")
+	}
+	// The whole body first: a token stream reads {"amount":012} as the number 0 before it
+	// meets the 1, and would answer "must be greater than 0" for a syntax error.
+	if !json.Valid(body) {
+		var v json.RawMessage
+		return syntaxError(json.Unmarshal(body, &v))
+	}
+	return nil
+}
+
+// decodeField reads the value of the field name into r; an unknown name is an error.
+func (r *createRequest) decodeField(dec *json.Decoder, name string, maxAmount int64) error {
+	var err error
+	switch name {
+	case "amount":
+		r.Amount, err = parseAmount(dec, maxAmount)
+	case "currency":
+		r.Currency, err = parseCurrency(dec)
+	case "description":
+		r.Description, err = stringValue(dec, "description", MaxDescriptionLength)
+	case "metadata":
+		r.Metadata, err = parseMetadata(dec)
+	default:
+		err = fieldError(displayName(name), "unknown field (accepted: amount, currency, description, metadata)")
+	}
+	return err
+}
+
+// expectEndOfBody reads the object's closing brace and then requires the end of the body.
+func expectEndOfBody(dec *json.Decoder) error {
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return syntaxError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fieldError("body", "unexpected data after the JSON object")
+	}
+	return nil
 }
 
 func parseAmount(dec *json.Decoder, maxAmount int64) (int64, error) {

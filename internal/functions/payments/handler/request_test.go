@@ -150,36 +150,48 @@ func FuzzParseCreateRequest(f *testing.F) {
 			}
 			return
 		}
-		if r.Amount < 1 || r.Amount > DefaultMaxAmount {
-			t.Fatalf("accepted amount %d", r.Amount)
-		}
-		if code, ok := currencyCode(r.Currency); !ok || code != r.Currency {
-			t.Fatalf("accepted currency %q", r.Currency)
-		}
-		if len(r.Metadata) > MaxMetadataKeys {
-			t.Fatalf("accepted %d metadata entries", len(r.Metadata))
-		}
-		// The canonical form of an accepted request is itself accepted, as the same request.
-		canonical, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := parseCreateRequest(canonical, DefaultMaxAmount)
-		if err != nil {
-			t.Fatalf("canonical form %s rejected: %v", canonical, err)
-		}
-		if len(again.Metadata) == 0 && len(r.Metadata) == 0 {
-			again.Metadata, r.Metadata = nil, nil
-		}
-		if !reflect.DeepEqual(again, r) {
-			t.Fatalf("canonical form %s parsed as %+v, want %+v", canonical, again, r)
-		}
-		fp1, err1 := r.fingerprint()
-		fp2, err2 := again.fingerprint()
-		if err1 != nil || err2 != nil || fp1 != fp2 {
-			t.Fatalf("fingerprints differ: %v %v", err1, err2)
-		}
+		checkWithinLimits(t, r)
+		checkCanonicalFormParsesAlike(t, r)
 	})
+}
+
+// checkWithinLimits fails t unless the accepted request r keeps every documented limit.
+func checkWithinLimits(t *testing.T, r createRequest) {
+	t.Helper()
+	if r.Amount < 1 || r.Amount > DefaultMaxAmount {
+		t.Fatalf("accepted amount %d", r.Amount)
+	}
+	if code, ok := currencyCode(r.Currency); !ok || code != r.Currency {
+		t.Fatalf("accepted currency %q", r.Currency)
+	}
+	if len(r.Metadata) > MaxMetadataKeys {
+		t.Fatalf("accepted %d metadata entries", len(r.Metadata))
+	}
+}
+
+// checkCanonicalFormParsesAlike fails t unless the canonical form of the accepted request r is
+// itself accepted, as the same request with the same fingerprint.
+func checkCanonicalFormParsesAlike(t *testing.T, r createRequest) {
+	t.Helper()
+	canonical, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := parseCreateRequest(canonical, DefaultMaxAmount)
+	if err != nil {
+		t.Fatalf("canonical form %s rejected: %v", canonical, err)
+	}
+	if len(again.Metadata) == 0 && len(r.Metadata) == 0 {
+		again.Metadata, r.Metadata = nil, nil
+	}
+	if !reflect.DeepEqual(again, r) {
+		t.Fatalf("canonical form %s parsed as %+v, want %+v", canonical, again, r)
+	}
+	fp1, err1 := r.fingerprint()
+	fp2, err2 := again.fingerprint()
+	if err1 != nil || err2 != nil || fp1 != fp2 {
+		t.Fatalf("fingerprints differ: %v %v", err1, err2)
+	}
 }
 
 // A number with a leading zero is a JSON syntax error, and the answer says so: the token
