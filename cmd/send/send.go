@@ -121,49 +121,9 @@ func run(ctx context.Context, o options, out io.Writer) ([]summary, error) {
 			}
 		}
 		fmt.Fprintf(out, "%s: POST %s (%s) x%d\n", r.name, r.url, r.id, o.n)
-		s := summary{name: r.name, id: r.id, url: r.url, deliveries: o.n}
-		start := time.Now()
-		last := make([]response, o.n)
-		pending := make([]int, o.n)
-		for i := range pending {
-			pending[i] = i + 1
-		}
-		for attempt := 0; len(pending) > 0; attempt++ {
-			if attempt > 0 {
-				if attempt > o.retries {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					return sums, fmt.Errorf("interrupted: %w", ctx.Err())
-				case <-time.After(o.retryWait):
-				}
-			}
-			resps := sendConcurrently(ctx, client, r, pending, attempt, start)
-			s.requests += len(resps)
-			pending = pending[:0]
-			for _, resp := range resps {
-				printResponse(out, resp)
-				last[resp.delivery-1] = resp
-				if resp.err == nil && resp.status == http.StatusConflict {
-					s.conflicts++
-					pending = append(pending, resp.delivery)
-				}
-			}
-		}
-		for _, resp := range last {
-			switch {
-			case resp.err != nil:
-				s.failed++
-			case resp.status >= 200 && resp.status < 300 && resp.replayed:
-				s.replayed++
-			case resp.status >= 200 && resp.status < 300:
-				s.executed++
-			case resp.status == http.StatusConflict:
-				s.inProgress++
-			default:
-				s.other++
-			}
+		s, err := deliver(ctx, client, r, o, out)
+		if err != nil {
+			return sums, err
 		}
 		sums = append(sums, s)
 	}
@@ -172,6 +132,62 @@ func run(ctx context.Context, o options, out io.Writer) ([]summary, error) {
 		fmt.Fprintln(out, s)
 	}
 	return sums, nil
+}
+
+// deliver sends r o.n times concurrently, then again, after o.retryWait, each delivery
+// answered 409, up to o.retries times; it prints every answer to out and returns their
+// summary, or an error when ctx ends while it waits to retry.
+func deliver(ctx context.Context, client *http.Client, r request, o options, out io.Writer) (summary, error) {
+	s := summary{name: r.name, id: r.id, url: r.url, deliveries: o.n}
+	start := time.Now()
+	last := make([]response, o.n)
+	pending := make([]int, o.n)
+	for i := range pending {
+		pending[i] = i + 1
+	}
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt > 0 {
+			if attempt > o.retries {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return s, fmt.Errorf("interrupted: %w", ctx.Err())
+			case <-time.After(o.retryWait):
+			}
+		}
+		resps := sendConcurrently(ctx, client, r, pending, attempt, start)
+		s.requests += len(resps)
+		pending = pending[:0]
+		for _, resp := range resps {
+			printResponse(out, resp)
+			last[resp.delivery-1] = resp
+			if resp.err == nil && resp.status == http.StatusConflict {
+				s.conflicts++
+				pending = append(pending, resp.delivery)
+			}
+		}
+	}
+	for _, resp := range last {
+		s.count(resp)
+	}
+	return s, nil
+}
+
+// count adds the last answer to one delivery to s.
+func (s *summary) count(last response) {
+	switch {
+	case last.err != nil:
+		s.failed++
+	case last.status >= 200 && last.status < 300 && last.replayed:
+		s.replayed++
+	case last.status >= 200 && last.status < 300:
+		s.executed++
+	case last.status == http.StatusConflict:
+		s.inProgress++
+	default:
+		s.other++
+	}
 }
 
 func printResponse(out io.Writer, r response) {
@@ -211,66 +227,93 @@ func build(o options, now time.Time) ([]request, error) {
 		u.Path = path
 		return u.String()
 	}
-
 	if o.payments {
-		key := o.key
-		if key == "" {
-			key = newID("")
-		}
-		body, err := json.Marshal(map[string]any{"amount": o.amount, "currency": o.currency, "description": "sent by cmd/send"})
+		r, err := paymentRequest(o, endpoint("/payments"))
 		if err != nil {
-			return nil, fmt.Errorf("encode payment: %w", err)
-		}
-		return []request{{
-			name: "payments", id: key, url: endpoint("/payments"), body: body,
-			headers: http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {key}},
-		}}, nil
-	}
-
-	providers := []string{o.provider}
-	if o.provider == "all" {
-		if o.secret != "" || o.eventID != "" || hasPath {
-			return nil, errors.New("-provider all takes a base -url and each provider's development secret: leave out -secret, -event-id and the URL path")
-		}
-		if o.served != nil {
-			providers = o.served
-		} else if providers, err = templateProviders(o.template, o.providers); err != nil {
 			return nil, err
 		}
-	} else if !slices.Contains(webhook.Names(), o.provider) {
-		return nil, fmt.Errorf("-provider %q is not one of %s or all", o.provider, strings.Join(webhook.Names(), ", "))
+		return []request{r}, nil
+	}
+	providers, err := chosenProviders(o, hasPath)
+	if err != nil {
+		return nil, err
 	}
 	var reqs []request
 	for _, p := range providers {
-		secret := o.secret
-		if secret == "" {
-			secret = samples.SigningSecret(p)
-		}
-		id := o.eventID
-		if id == "" {
-			id = newID(p)
-		}
-		target := endpoint("/webhooks/" + p)
-		sign := func(now time.Time) (request, error) {
-			d, err := samples.DeliveryTo(p, secret, id, publicURL(target), now)
-			if err != nil {
-				return request{}, err
-			}
-			r := request{name: p, id: id, url: target, body: d.Body, headers: d.Header}
-			if u, err := url.Parse(d.URL); err == nil && u.RawQuery != "" {
-				// The sender's own query parameters (Twilio's bodySHA256) travel with the request.
-				r.url += "?" + u.RawQuery
-			}
-			return r, nil
-		}
-		r, err := sign(now)
+		r, err := delivery(o, p, endpoint("/webhooks/"+p), now)
 		if err != nil {
 			return nil, err
 		}
-		r.sign = sign
 		reqs = append(reqs, r)
 	}
 	return reqs, nil
+}
+
+// paymentRequest is the POST /payments to target of -amount in -currency, under -key or a new
+// idempotency key.
+func paymentRequest(o options, target string) (request, error) {
+	key := o.key
+	if key == "" {
+		key = newID("")
+	}
+	body, err := json.Marshal(map[string]any{"amount": o.amount, "currency": o.currency, "description": "sent by cmd/send"})
+	if err != nil {
+		return request{}, fmt.Errorf("encode payment: %w", err)
+	}
+	return request{
+		name: "payments", id: key, url: target, body: body,
+		headers: http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {key}},
+	}, nil
+}
+
+// chosenProviders are the providers -provider names: one preset, or for all the providers the
+// API says it serves, else those of the template. hasPath says whether -url has a path, which
+// only a single provider's endpoint may have.
+func chosenProviders(o options, hasPath bool) ([]string, error) {
+	if o.provider != "all" {
+		if !slices.Contains(webhook.Names(), o.provider) {
+			return nil, fmt.Errorf("-provider %q is not one of %s or all", o.provider, strings.Join(webhook.Names(), ", "))
+		}
+		return []string{o.provider}, nil
+	}
+	if o.secret != "" || o.eventID != "" || hasPath {
+		return nil, errors.New("-provider all takes a base -url and each provider's development secret: leave out -secret, -event-id and the URL path")
+	}
+	if o.served != nil {
+		return o.served, nil
+	}
+	return templateProviders(o.template, o.providers)
+}
+
+// delivery is provider p's sample delivery to target, under -event-id or a new event id, signed
+// at now with -secret or p's development secret; its sign signs it again.
+func delivery(o options, p, target string, now time.Time) (request, error) {
+	secret := o.secret
+	if secret == "" {
+		secret = samples.SigningSecret(p)
+	}
+	id := o.eventID
+	if id == "" {
+		id = newID(p)
+	}
+	sign := func(now time.Time) (request, error) {
+		d, err := samples.DeliveryTo(p, secret, id, publicURL(target), now)
+		if err != nil {
+			return request{}, err
+		}
+		r := request{name: p, id: id, url: target, body: d.Body, headers: d.Header}
+		if u, err := url.Parse(d.URL); err == nil && u.RawQuery != "" {
+			// The sender's own query parameters (Twilio's bodySHA256) travel with the request.
+			r.url += "?" + u.RawQuery
+		}
+		return r, nil
+	}
+	r, err := sign(now)
+	if err != nil {
+		return request{}, err
+	}
+	r.sign = sign
+	return r, nil
 }
 
 // publicURL is the URL a function rebuilds for a request posted to target, which URL-signing
