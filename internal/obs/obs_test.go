@@ -42,34 +42,9 @@ var emfUnits = map[string]bool{
 //     and an optional Unit from CloudWatch's list.
 func validateEMF(t *testing.T, line []byte) map[string]any {
 	t.Helper()
-	if !bytes.HasSuffix(line, []byte("\n")) || bytes.Count(line, []byte("\n")) != 1 {
-		t.Fatalf("want exactly one newline-terminated line, got %q", line)
-	}
-	checkNoDuplicateMembers(t, line)
-
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
-	var root map[string]any
-	if err := dec.Decode(&root); err != nil {
-		t.Fatalf("line is not a JSON object: %v\n%s", err, line)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		t.Fatalf("data after the JSON object: %s", line)
-	}
-
+	root := decodeLogEvent(t, line)
 	aws := object(t, "_aws", root["_aws"], "Timestamp", "CloudWatchMetrics")
-	ts, ok := aws["Timestamp"].(json.Number)
-	if !ok {
-		t.Fatalf("_aws.Timestamp is not a number: %v", aws["Timestamp"])
-	}
-	ms, err := ts.Int64()
-	if err != nil {
-		t.Fatalf("_aws.Timestamp is not an integer: %v", ts)
-	}
-	if d := time.Since(time.UnixMilli(ms)); d < 0 || d > time.Minute {
-		t.Errorf("_aws.Timestamp %d is not epoch milliseconds of now", ms)
-	}
-
+	checkEMFTimestamp(t, aws["Timestamp"])
 	directives, ok := aws["CloudWatchMetrics"].([]any)
 	if !ok || len(directives) == 0 {
 		t.Fatalf("_aws.CloudWatchMetrics is not a non-empty array: %v", aws["CloudWatchMetrics"])
@@ -80,60 +55,117 @@ func validateEMF(t *testing.T, line []byte) map[string]any {
 		if len(ns) < 1 || len(ns) > 255 || strings.HasPrefix(ns, "AWS/") {
 			t.Errorf("Namespace %q invalid", ns)
 		}
+		checkDimensionSets(t, root, dir["Dimensions"])
+		checkMetricDefinitions(t, root, dir["Metrics"])
+	}
+	return root
+}
 
-		sets, ok := dir["Dimensions"].([]any)
-		if !ok || len(sets) == 0 {
-			t.Fatalf("Dimensions is not a non-empty array: %v", dir["Dimensions"])
-		}
-		for _, s := range sets {
-			set, ok := s.([]any)
-			if !ok || len(set) > 9 {
-				t.Fatalf("DimensionSet invalid: %v", s)
-			}
-			for _, ref := range set {
-				name, ok := ref.(string)
-				if !ok || len(name) < 1 || len(name) > 255 {
-					t.Fatalf("dimension reference invalid: %v", ref)
-				}
-				v, ok := root[name].(string)
-				if !ok || strings.TrimSpace(v) == "" || len(v) > 1024 {
-					t.Errorf("dimension target %q must be a non-empty top-level string, got %#v", name, root[name])
-				}
-			}
-		}
+// decodeLogEvent returns the one JSON object line holds, failing unless line is that object
+// and a newline, with no member named twice.
+func decodeLogEvent(t *testing.T, line []byte) map[string]any {
+	t.Helper()
+	if !bytes.HasSuffix(line, []byte("\n")) || bytes.Count(line, []byte("\n")) != 1 {
+		t.Fatalf("want exactly one newline-terminated line, got %q", line)
+	}
+	checkNoDuplicateMembers(t, line)
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var root map[string]any
+	if err := dec.Decode(&root); err != nil {
+		t.Fatalf("line is not a JSON object: %v\n%s", err, line)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		t.Fatalf("data after the JSON object: %s", line)
+	}
+	return root
+}
 
-		metrics, ok := dir["Metrics"].([]any)
-		if !ok || len(metrics) > 100 {
-			t.Fatalf("Metrics invalid: %v", dir["Metrics"])
+// checkEMFTimestamp fails t unless v, _aws.Timestamp, is an integer of epoch milliseconds
+// within the last minute.
+func checkEMFTimestamp(t *testing.T, v any) {
+	t.Helper()
+	ts, ok := v.(json.Number)
+	if !ok {
+		t.Fatalf("_aws.Timestamp is not a number: %v", v)
+	}
+	ms, err := ts.Int64()
+	if err != nil {
+		t.Fatalf("_aws.Timestamp is not an integer: %v", ts)
+	}
+	if d := time.Since(time.UnixMilli(ms)); d < 0 || d > time.Minute {
+		t.Errorf("_aws.Timestamp %d is not epoch milliseconds of now", ms)
+	}
+}
+
+// checkDimensionSets fails t unless v, a directive's Dimensions, is a non-empty array of
+// DimensionSets of at most 9 references, each naming a non-empty top-level string of root.
+func checkDimensionSets(t *testing.T, root map[string]any, v any) {
+	t.Helper()
+	sets, ok := v.([]any)
+	if !ok || len(sets) == 0 {
+		t.Fatalf("Dimensions is not a non-empty array: %v", v)
+	}
+	for _, s := range sets {
+		set, ok := s.([]any)
+		if !ok || len(set) > 9 {
+			t.Fatalf("DimensionSet invalid: %v", s)
 		}
-		for _, m := range metrics {
-			def := object(t, "MetricDefinition", m, "Name", "Unit", "StorageResolution")
-			name, ok := def["Name"].(string)
+		for _, ref := range set {
+			name, ok := ref.(string)
 			if !ok || len(name) < 1 || len(name) > 255 {
-				t.Fatalf("metric Name invalid: %v", def["Name"])
+				t.Fatalf("dimension reference invalid: %v", ref)
 			}
-			if u, present := def["Unit"]; present {
-				if s, ok := u.(string); !ok || !emfUnits[s] {
-					t.Errorf("metric %s has invalid Unit %v", name, u)
-				}
-			}
-			switch v := root[name].(type) {
-			case json.Number:
-			case []any:
-				if len(v) > 100 {
-					t.Errorf("metric %s has %d values, at most 100 allowed", name, len(v))
-				}
-				for _, x := range v {
-					if _, ok := x.(json.Number); !ok {
-						t.Errorf("metric %s array holds a non-number %v", name, x)
-					}
-				}
-			default:
-				t.Errorf("metric target %q must be a top-level number, got %#v", name, root[name])
+			v, ok := root[name].(string)
+			if !ok || strings.TrimSpace(v) == "" || len(v) > 1024 {
+				t.Errorf("dimension target %q must be a non-empty top-level string, got %#v", name, root[name])
 			}
 		}
 	}
-	return root
+}
+
+// checkMetricDefinitions fails t unless v, a directive's Metrics, is an array of at most 100
+// MetricDefinitions, each naming a top-level metric value of root, with an optional Unit from
+// CloudWatch's list.
+func checkMetricDefinitions(t *testing.T, root map[string]any, v any) {
+	t.Helper()
+	metrics, ok := v.([]any)
+	if !ok || len(metrics) > 100 {
+		t.Fatalf("Metrics invalid: %v", v)
+	}
+	for _, m := range metrics {
+		def := object(t, "MetricDefinition", m, "Name", "Unit", "StorageResolution")
+		name, ok := def["Name"].(string)
+		if !ok || len(name) < 1 || len(name) > 255 {
+			t.Fatalf("metric Name invalid: %v", def["Name"])
+		}
+		if u, present := def["Unit"]; present {
+			if s, ok := u.(string); !ok || !emfUnits[s] {
+				t.Errorf("metric %s has invalid Unit %v", name, u)
+			}
+		}
+		checkMetricValue(t, name, root[name])
+	}
+}
+
+// checkMetricValue fails t unless v, the top-level member of metric name, is a number or an
+// array of at most 100 numbers.
+func checkMetricValue(t *testing.T, name string, v any) {
+	t.Helper()
+	switch v := v.(type) {
+	case json.Number:
+	case []any:
+		if len(v) > 100 {
+			t.Errorf("metric %s has %d values, at most 100 allowed", name, len(v))
+		}
+		for _, x := range v {
+			if _, ok := x.(json.Number); !ok {
+				t.Errorf("metric %s array holds a non-number %v", name, x)
+			}
+		}
+	default:
+		t.Errorf("metric target %q must be a top-level number, got %#v", name, v)
+	}
 }
 
 // object returns v as a JSON object, failing unless it is one whose members are all allowed.
