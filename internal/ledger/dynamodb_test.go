@@ -194,27 +194,7 @@ func TestDynamoDB(t *testing.T) {
 			"status": "succeeded", "created_at": "2026-03-04T04:06:07.123456789Z", "fingerprint": p.Fingerprint,
 		}
 		for _, pk := range []string{"key#alice:k1", "pay#pay_1"} {
-			out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
-				TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(out.Item) != len(want)+1 {
-				t.Errorf("item %s has %d attributes, want %d", pk, len(out.Item), len(want)+1)
-			}
-			for name, value := range want {
-				var got string
-				switch v := out.Item[name].(type) {
-				case *types.AttributeValueMemberS:
-					got = v.Value
-				case *types.AttributeValueMemberN:
-					got = v.Value
-				}
-				if got != value {
-					t.Errorf("item %s: %s = %q, want %q", pk, name, got, value)
-				}
-			}
+			checkItem(t, client, table, pk, want)
 		}
 	})
 
@@ -237,4 +217,31 @@ func TestDynamoDB(t *testing.T) {
 			t.Errorf("Get = %v, want a wrapped ResourceNotFoundException, not ErrNotFound", err)
 		}
 	})
+}
+
+// checkItem fails t unless the item of table under pk holds exactly the attributes of want
+// (and pk), each a string or number written as want's value.
+func checkItem(t *testing.T, client ledger.DynamoDBAPI, table, pk string, want map[string]string) {
+	t.Helper()
+	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Item) != len(want)+1 {
+		t.Errorf("item %s has %d attributes, want %d", pk, len(out.Item), len(want)+1)
+	}
+	for name, value := range want {
+		var got string
+		switch v := out.Item[name].(type) {
+		case *types.AttributeValueMemberS:
+			got = v.Value
+		case *types.AttributeValueMemberN:
+			got = v.Value
+		}
+		if got != value {
+			t.Errorf("item %s: %s = %q, want %q", pk, name, got, value)
+		}
+	}
 }
