@@ -117,13 +117,6 @@ func TestNothingPromisesTracing(t *testing.T) {
 // No security group lets anything out on every port: each states its egress (a group without
 // any allows everything), and no rule opens all ports to the internet.
 func TestNoSecurityGroupEgressOnAllPorts(t *testing.T) {
-	open := func(rule any) bool {
-		cidr := jsonString(get(rule, "CidrIp")) == "0.0.0.0/0" || jsonString(get(rule, "CidrIpv6")) == "::/0"
-		proto := jsonString(get(rule, "IpProtocol"))
-		from, _ := get(rule, "FromPort").(float64)
-		to, _ := get(rule, "ToPort").(float64)
-		return cidr && (proto == "-1" || proto == "all" || (from <= 0 && to >= 65535))
-	}
 	forEachSet(t, func(t *testing.T, s *stack) {
 		for _, name := range s.ofType("AWS::EC2::SecurityGroup") {
 			rules, _ := props(s.Resources[name])["SecurityGroupEgress"].([]any)
@@ -131,29 +124,45 @@ func TestNoSecurityGroupEgressOnAllPorts(t *testing.T) {
 				t.Errorf("%s states no egress, so it allows all", name)
 			}
 			for _, r := range rules {
-				if open(r) {
+				if opensAllPorts(r) {
 					t.Errorf("%s: egress %v", name, r)
 				}
 			}
 		}
 		for _, name := range s.ofType("AWS::EC2::SecurityGroupEgress") {
-			if open(props(s.Resources[name])) {
+			if opensAllPorts(props(s.Resources[name])) {
 				t.Errorf("%s: egress %v", name, props(s.Resources[name]))
 			}
 		}
-		// The functions reach the created cache on its port, and nothing else but HTTPS.
-		if _, ok := s.Resources["RedisCache"]; ok {
-			e := props(s.Resources["FunctionToCacheEgress"])
-			if !isRef(e["GroupId"], "FunctionSecurityGroup") || !isRef(e["DestinationSecurityGroupId"], "CacheSecurityGroup") || e["FromPort"] != 6379.0 || e["ToPort"] != 6379.0 {
-				t.Errorf("egress to the cache: %v", e)
-			}
-		}
-		for _, r := range props(s.Resources["FunctionSecurityGroup"])["SecurityGroupEgress"].([]any) {
-			if get(r, "FromPort") != 443.0 || get(r, "ToPort") != 443.0 {
-				t.Errorf("functions' egress %v is not HTTPS", r)
-			}
-		}
+		checkFunctionsEgress(t, s)
 	})
+}
+
+// opensAllPorts reports whether the egress rule lets anything out to the internet on every
+// port.
+func opensAllPorts(rule any) bool {
+	cidr := jsonString(get(rule, "CidrIp")) == "0.0.0.0/0" || jsonString(get(rule, "CidrIpv6")) == "::/0"
+	proto := jsonString(get(rule, "IpProtocol"))
+	from, _ := get(rule, "FromPort").(float64)
+	to, _ := get(rule, "ToPort").(float64)
+	return cidr && (proto == "-1" || proto == "all" || (from <= 0 && to >= 65535))
+}
+
+// checkFunctionsEgress checks that the functions reach the created cache on its port, and
+// nothing else but HTTPS.
+func checkFunctionsEgress(t *testing.T, s *stack) {
+	t.Helper()
+	if _, ok := s.Resources["RedisCache"]; ok {
+		e := props(s.Resources["FunctionToCacheEgress"])
+		if !isRef(e["GroupId"], "FunctionSecurityGroup") || !isRef(e["DestinationSecurityGroupId"], "CacheSecurityGroup") || e["FromPort"] != 6379.0 || e["ToPort"] != 6379.0 {
+			t.Errorf("egress to the cache: %v", e)
+		}
+	}
+	for _, r := range props(s.Resources["FunctionSecurityGroup"])["SecurityGroupEgress"].([]any) {
+		if get(r, "FromPort") != 443.0 || get(r, "ToPort") != 443.0 {
+			t.Errorf("functions' egress %v is not HTTPS", r)
+		}
+	}
 }
 
 // Each endpoint's policy admits only what the functions do, on the stack's own resources.
@@ -165,21 +174,7 @@ func TestEndpointsAdmitOnlyTheStacksResources(t *testing.T) {
 				t.Errorf("%s has no policy", name)
 			}
 			for _, x := range st {
-				if strings.Contains(jsonString(get(x, "Action")), "*") || get(x, "Effect") != "Allow" {
-					t.Errorf("%s: statement %v", name, x)
-				}
-				res := get(x, "Resource")
-				switch {
-				case getAttResource(res) != "" || refersTo(res) == "RedisAuthSecretArn":
-				case strings.Contains(jsonString(get(res, "Fn::Sub")), "${WebhookPayloadBucket}/*"):
-				case get(x, "Condition", "StringEquals", "secretsmanager:ResourceTag/idem:stack") != nil:
-					// Every secret of the account and region, as far as it carries the stack's tag.
-					if !isRef(get(x, "Condition", "StringEquals", "secretsmanager:ResourceTag/idem:stack"), "AWS::StackName") {
-						t.Errorf("%s: tag condition %v", name, get(x, "Condition"))
-					}
-				default:
-					t.Errorf("%s: statement on %v, not a resource of the stack", name, res)
-				}
+				checkEndpointStatement(t, name, x)
 			}
 		}
 		// The webhook secrets carry the tag the Secrets Manager endpoint admits.
@@ -193,6 +188,28 @@ func TestEndpointsAdmitOnlyTheStacksResources(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkEndpointStatement checks that the policy statement x of the endpoint name allows named
+// actions only, on a resource of the stack: one it creates, the cache's secret, the payload
+// bucket's objects, or the secrets tagged with the stack's name.
+func checkEndpointStatement(t *testing.T, name string, x any) {
+	t.Helper()
+	if strings.Contains(jsonString(get(x, "Action")), "*") || get(x, "Effect") != "Allow" {
+		t.Errorf("%s: statement %v", name, x)
+	}
+	res := get(x, "Resource")
+	switch {
+	case getAttResource(res) != "" || refersTo(res) == "RedisAuthSecretArn":
+	case strings.Contains(jsonString(get(res, "Fn::Sub")), "${WebhookPayloadBucket}/*"):
+	case get(x, "Condition", "StringEquals", "secretsmanager:ResourceTag/idem:stack") != nil:
+		// Every secret of the account and region, as far as it carries the stack's tag.
+		if !isRef(get(x, "Condition", "StringEquals", "secretsmanager:ResourceTag/idem:stack"), "AWS::StackName") {
+			t.Errorf("%s: tag condition %v", name, get(x, "Condition"))
+		}
+	default:
+		t.Errorf("%s: statement on %v, not a resource of the stack", name, res)
+	}
 }
 
 // CloudWatch alarms cannot publish to a topic under alias/aws/sns: the topic has a key of the
@@ -367,26 +384,10 @@ func TestThePayloadBucket(t *testing.T) {
 		if !ok {
 			t.Fatal("no payload bucket")
 		}
-		p := props(b)
-		if get(p, "BucketEncryption", "ServerSideEncryptionConfiguration", "0", "ServerSideEncryptionByDefault", "SSEAlgorithm") == nil {
-			t.Error("bucket not encrypted")
-		}
-		for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
-			if get(p, "PublicAccessBlockConfiguration", k) != true {
-				t.Errorf("public access: %s not blocked", k)
-			}
-		}
-		pol := props(s.Resources["WebhookPayloadBucketPolicy"])
-		tls := false
-		for _, st := range get(pol, "PolicyDocument", "Statement").([]any) {
-			tls = tls || (get(st, "Effect") == "Deny" && get(st, "Condition", "Bool", "aws:SecureTransport") == "false")
-		}
-		if !isRef(pol["Bucket"], "WebhookPayloadBucket") || !tls {
-			t.Errorf("bucket policy does not enforce TLS: %v", pol)
-		}
+		checkBucketIsPrivate(t, s, props(b))
 		// One expiry per provider of the mapping: its prefix, its retention in whole days.
 		rules := map[string]float64{}
-		for _, r := range get(p, "LifecycleConfiguration", "Rules").([]any) {
+		for _, r := range get(props(b), "LifecycleConfiguration", "Rules").([]any) {
 			if prefix, ok := get(r, "Prefix").(string); ok && get(r, "Status") == "Enabled" {
 				rules[prefix], _ = get(r, "ExpirationInDays").(float64)
 			}
@@ -397,50 +398,86 @@ func TestThePayloadBucket(t *testing.T) {
 			}
 		}
 		for _, name := range s.ofType("AWS::Serverless::Function") {
-			fp := props(s.Resources[name])
-			env := get(fp, "Environment", "Variables")
-			key, isWebhook := strings.CutPrefix(strings.TrimSuffix(name, "Function"), "Webhook")
-			if name == "PaymentsFunction" {
-				if get(env, "WEBHOOK_PAYLOAD_BUCKET") != nil || strings.Contains(jsonString(fp["Policies"]), "s3:") {
-					t.Errorf("payments has the bucket: %v", fp["Policies"])
-				}
-				continue
-			}
-			if !isRef(get(env, "WEBHOOK_PAYLOAD_BUCKET"), "WebhookPayloadBucket") {
-				t.Errorf("%s: WEBHOOK_PAYLOAD_BUCKET %v", name, get(env, "WEBHOOK_PAYLOAD_BUCKET"))
-			}
-			var s3 []any
-			for _, pol := range fp["Policies"].([]any) {
-				for _, st := range asList(get(pol, "Statement")) {
-					if strings.HasPrefix(jsonString(get(st, "Action")), "s3:") {
-						s3 = append(s3, st)
-					}
-				}
-			}
-			if len(s3) != 1 {
-				t.Fatalf("%s: S3 statements %v", name, s3)
-			}
-			if isWebhook {
-				res := get(s3[0], "Resource", "Fn::Sub")
-				if get(s3[0], "Action") != "s3:PutObject" || get(res, "0") != "arn:${AWS::Partition}:s3:::${WebhookPayloadBucket}/${Name}/*" ||
-					get(res, "1", "Name") != mapping[key].name {
-					t.Errorf("%s: S3 statement %v, want s3:PutObject under %s/", name, s3[0], mapping[key].name)
-				}
-			} else if get(s3[0], "Action") != "s3:GetObject" {
-				t.Errorf("%s: S3 statement %v", name, s3[0])
-			}
+			checkPayloadBucketAccess(t, s, name, mapping)
 		}
 		// In a VPC without NAT the functions reach the bucket through a gateway endpoint.
 		if _, created := s.Resources["Vpc"]; created || s.params["CreateVpcEndpoints"] == "true" {
-			found := false
-			for _, name := range s.ofType("AWS::EC2::VPCEndpoint") {
-				found = found || jsonString(get(props(s.Resources[name]), "ServiceName", "Fn::Sub")) == "com.amazonaws.${AWS::Region}.s3"
-			}
-			if !found {
+			if !hasEndpointFor(s, "s3") {
 				t.Error("no S3 gateway endpoint")
 			}
 		}
 	})
+}
+
+// hasEndpointFor reports whether s has a VPC endpoint for the AWS service named service (s3,
+// sqs, ...) in the stack's region.
+func hasEndpointFor(s *stack, service string) bool {
+	return slices.ContainsFunc(s.ofType("AWS::EC2::VPCEndpoint"), func(name string) bool {
+		return jsonString(get(props(s.Resources[name]), "ServiceName", "Fn::Sub")) == "com.amazonaws.${AWS::Region}."+service
+	})
+}
+
+// checkBucketIsPrivate checks that the payload bucket, of properties p, is encrypted, blocks
+// public access, and has a policy that denies requests without TLS.
+func checkBucketIsPrivate(t *testing.T, s *stack, p map[string]any) {
+	t.Helper()
+	if get(p, "BucketEncryption", "ServerSideEncryptionConfiguration", "0", "ServerSideEncryptionByDefault", "SSEAlgorithm") == nil {
+		t.Error("bucket not encrypted")
+	}
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		if get(p, "PublicAccessBlockConfiguration", k) != true {
+			t.Errorf("public access: %s not blocked", k)
+		}
+	}
+	pol := props(s.Resources["WebhookPayloadBucketPolicy"])
+	tls := false
+	for _, st := range get(pol, "PolicyDocument", "Statement").([]any) {
+		tls = tls || (get(st, "Effect") == "Deny" && get(st, "Condition", "Bool", "aws:SecureTransport") == "false")
+	}
+	if !isRef(pol["Bucket"], "WebhookPayloadBucket") || !tls {
+		t.Errorf("bucket policy does not enforce TLS: %v", pol)
+	}
+}
+
+// checkPayloadBucketAccess checks what the function name may do with the payload bucket: a
+// webhook function puts objects under its provider's prefix (from mapping), the consumer gets
+// them, both are told the bucket's name, and payments has nothing of it.
+func checkPayloadBucketAccess(t *testing.T, s *stack, name string, mapping map[string]providerRow) {
+	t.Helper()
+	fp := props(s.Resources[name])
+	env := get(fp, "Environment", "Variables")
+	if name == "PaymentsFunction" {
+		if get(env, "WEBHOOK_PAYLOAD_BUCKET") != nil || strings.Contains(jsonString(fp["Policies"]), "s3:") {
+			t.Errorf("payments has the bucket: %v", fp["Policies"])
+		}
+		return
+	}
+	if !isRef(get(env, "WEBHOOK_PAYLOAD_BUCKET"), "WebhookPayloadBucket") {
+		t.Errorf("%s: WEBHOOK_PAYLOAD_BUCKET %v", name, get(env, "WEBHOOK_PAYLOAD_BUCKET"))
+	}
+	var s3 []any
+	for _, pol := range fp["Policies"].([]any) {
+		for _, st := range asList(get(pol, "Statement")) {
+			if strings.HasPrefix(jsonString(get(st, "Action")), "s3:") {
+				s3 = append(s3, st)
+			}
+		}
+	}
+	if len(s3) != 1 {
+		t.Fatalf("%s: S3 statements %v", name, s3)
+	}
+	key, isWebhook := strings.CutPrefix(strings.TrimSuffix(name, "Function"), "Webhook")
+	if !isWebhook {
+		if get(s3[0], "Action") != "s3:GetObject" {
+			t.Errorf("%s: S3 statement %v", name, s3[0])
+		}
+		return
+	}
+	res := get(s3[0], "Resource", "Fn::Sub")
+	if get(s3[0], "Action") != "s3:PutObject" || get(res, "0") != "arn:${AWS::Partition}:s3:::${WebhookPayloadBucket}/${Name}/*" ||
+		get(res, "1", "Name") != mapping[key].name {
+		t.Errorf("%s: S3 statement %v, want s3:PutObject under %s/", name, s3[0], mapping[key].name)
+	}
 }
 
 type providerRow struct {
@@ -479,37 +516,13 @@ func TestTheDevProfile(t *testing.T) {
 	if prod.params["Profile"] != "prod" {
 		t.Fatalf("default Profile %q, want prod", prod.params["Profile"])
 	}
-	services := func(s *stack) (out []string) {
-		for _, name := range s.ofType("AWS::EC2::VPCEndpoint") {
-			p := props(s.Resources[name])
-			svc := strings.TrimPrefix(jsonString(get(p, "ServiceName", "Fn::Sub")), "com.amazonaws.${AWS::Region}.")
-			out = append(out, svc+" "+jsonString(p["VpcEndpointType"]))
-			if subnets, ok := p["SubnetIds"].([]any); ok && len(subnets) != 2 {
-				t.Errorf("%s in %d subnets", name, len(subnets))
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	if got, want := services(dev), []string{"dynamodb Gateway", "s3 Gateway"}; !slices.Equal(got, want) {
+	if got, want := endpointServices(t, dev), []string{"dynamodb Gateway", "s3 Gateway"}; !slices.Equal(got, want) {
 		t.Errorf("dev endpoints %v, want %v", got, want)
 	}
-	if got := services(prod); len(got) != 4 {
+	if got := endpointServices(t, prod); len(got) != 4 {
 		t.Errorf("prod endpoints %v", got)
 	}
-	if !isRef(get(props(dev.Resources["Ipv6EgressRoute"]), "EgressOnlyInternetGatewayId"), "EgressGateway") ||
-		get(props(dev.Resources["Ipv6EgressRoute"]), "DestinationIpv6CidrBlock") != "::/0" ||
-		get(dev.Globals, "Function", "VpcConfig", "Ipv6AllowedForDualStack") != true {
-		t.Error("dev: no IPv6 egress for the functions")
-	}
-	for _, sub := range []string{"PrivateSubnetA", "PrivateSubnetB"} {
-		if get(props(dev.Resources[sub]), "Ipv6CidrBlock") == nil || get(props(prod.Resources[sub]), "Ipv6CidrBlock") != nil {
-			t.Errorf("%s: IPv6 block only in dev", sub)
-		}
-	}
-	if _, ok := prod.Resources["EgressGateway"]; ok || get(prod.Globals, "Function", "VpcConfig", "Ipv6AllowedForDualStack") != nil {
-		t.Error("prod has IPv6 egress")
-	}
+	checkIPv6EgressInDevOnly(t, prod, dev)
 	if get(props(dev.Resources["RedisCache"]), "CacheUsageLimits", "DataStorage", "Maximum") == nil ||
 		get(props(dev.Resources["RedisCache"]), "CacheUsageLimits", "ECPUPerSecond", "Maximum") == nil ||
 		get(props(prod.Resources["RedisCache"]), "CacheUsageLimits") != nil {
@@ -525,6 +538,42 @@ func TestTheDevProfile(t *testing.T) {
 		if sel := get(props(given.Resources[name]), "SubnetIds", "0", "Fn::Select"); get(sel, "0") != 0.0 || get(sel, "1", "Fn::Split", "1", "Ref") != "SubnetIds" {
 			t.Errorf("dev, given VPC: %s in %v, want the first subnet", name, get(props(given.Resources[name]), "SubnetIds"))
 		}
+	}
+}
+
+// endpointServices lists s's VPC endpoints, sorted, as their service and type ("s3 Gateway"),
+// failing t for an interface endpoint that is not in both subnets.
+func endpointServices(t *testing.T, s *stack) []string {
+	t.Helper()
+	var out []string
+	for _, name := range s.ofType("AWS::EC2::VPCEndpoint") {
+		p := props(s.Resources[name])
+		svc := strings.TrimPrefix(jsonString(get(p, "ServiceName", "Fn::Sub")), "com.amazonaws.${AWS::Region}.")
+		out = append(out, svc+" "+jsonString(p["VpcEndpointType"]))
+		if subnets, ok := p["SubnetIds"].([]any); ok && len(subnets) != 2 {
+			t.Errorf("%s in %d subnets", name, len(subnets))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkIPv6EgressInDevOnly checks that the dev stack's functions go out over IPv6 through an
+// egress-only gateway, in subnets with IPv6 blocks, and that the prod stack has none of it.
+func checkIPv6EgressInDevOnly(t *testing.T, prod, dev *stack) {
+	t.Helper()
+	if !isRef(get(props(dev.Resources["Ipv6EgressRoute"]), "EgressOnlyInternetGatewayId"), "EgressGateway") ||
+		get(props(dev.Resources["Ipv6EgressRoute"]), "DestinationIpv6CidrBlock") != "::/0" ||
+		get(dev.Globals, "Function", "VpcConfig", "Ipv6AllowedForDualStack") != true {
+		t.Error("dev: no IPv6 egress for the functions")
+	}
+	for _, sub := range []string{"PrivateSubnetA", "PrivateSubnetB"} {
+		if get(props(dev.Resources[sub]), "Ipv6CidrBlock") == nil || get(props(prod.Resources[sub]), "Ipv6CidrBlock") != nil {
+			t.Errorf("%s: IPv6 block only in dev", sub)
+		}
+	}
+	if _, ok := prod.Resources["EgressGateway"]; ok || get(prod.Globals, "Function", "VpcConfig", "Ipv6AllowedForDualStack") != nil {
+		t.Error("prod has IPv6 egress")
 	}
 }
 

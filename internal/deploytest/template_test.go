@@ -273,43 +273,12 @@ func TestTheTemplateHasEveryFunction(t *testing.T) {
 // failures, with the SQS actions it needs on that queue only, its own log group and alarms.
 func TestTheConsumerConsumesTheQueueWithLeastPrivilege(t *testing.T) {
 	s := deploy(t, nil)
-	var mappings []string
-	for _, name := range s.ofType("AWS::Lambda::EventSourceMapping") {
-		p := props(s.Resources[name])
-		if isRef(p["FunctionName"], consumer) {
-			mappings = append(mappings, name)
-			if getAttResource(p["EventSourceArn"]) != "WebhookQueue" || jsonString(get(p, "FunctionResponseTypes", "0")) != "ReportBatchItemFailures" {
-				t.Errorf("%s: source %v, response types %v", name, p["EventSourceArn"], p["FunctionResponseTypes"])
-			}
-			if n, _ := p["BatchSize"].(float64); n < 1 || n > 10 {
-				t.Errorf("%s: BatchSize %v, a FIFO queue delivers at most 10", name, p["BatchSize"])
-			}
-		}
-	}
-	if len(mappings) != 1 {
-		t.Fatalf("event source mappings of the consumer: %v", mappings)
-	}
+	checkConsumerEventSource(t, s)
 	if props(s.Resources[consumer])["Events"] != nil {
 		t.Error("the consumer has SAM events: SAM's SQS event would attach a policy on every queue")
 	}
-	var actions []string
-	for _, pol := range props(s.Resources[consumer])["Policies"].([]any) {
-		st, _ := get(pol, "Statement").([]any)
-		for _, x := range st {
-			if getAttResource(get(x, "Resource")) == "WebhookQueue" {
-				for _, a := range get(x, "Action").([]any) {
-					actions = append(actions, jsonString(a))
-				}
-				continue
-			}
-			// The payload bucket's large bodies, read only (TestThePayloadBucket).
-			if get(x, "Resource", "Fn::Sub") != "arn:${AWS::Partition}:s3:::${WebhookPayloadBucket}/*" || get(x, "Action") != "s3:GetObject" {
-				t.Errorf("consumer statement %v", x)
-			}
-		}
-	}
-	slices.Sort(actions)
-	if want := []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}; !slices.Equal(actions, want) {
+	actions, want := consumerQueueActions(t, s), []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}
+	if !slices.Equal(actions, want) {
 		t.Errorf("consumer actions %v, want %v", actions, want)
 	}
 	if sub := get(props(s.Resources["ConsumerLogGroup"]), "LogGroupName", "Fn::Sub"); sub != "/aws/lambda/${AWS::StackName}/ConsumerFunction" {
@@ -327,6 +296,53 @@ func TestTheConsumerConsumesTheQueueWithLeastPrivilege(t *testing.T) {
 			t.Errorf("%s deployed without the queue", name)
 		}
 	}
+}
+
+// checkConsumerEventSource checks that the consumer has one event source mapping: on the
+// webhook queue, reporting partial batch failures, in batches a FIFO queue can deliver.
+func checkConsumerEventSource(t *testing.T, s *stack) {
+	t.Helper()
+	var mappings []string
+	for _, name := range s.ofType("AWS::Lambda::EventSourceMapping") {
+		p := props(s.Resources[name])
+		if !isRef(p["FunctionName"], consumer) {
+			continue
+		}
+		mappings = append(mappings, name)
+		if getAttResource(p["EventSourceArn"]) != "WebhookQueue" || jsonString(get(p, "FunctionResponseTypes", "0")) != "ReportBatchItemFailures" {
+			t.Errorf("%s: source %v, response types %v", name, p["EventSourceArn"], p["FunctionResponseTypes"])
+		}
+		if n, _ := p["BatchSize"].(float64); n < 1 || n > 10 {
+			t.Errorf("%s: BatchSize %v, a FIFO queue delivers at most 10", name, p["BatchSize"])
+		}
+	}
+	if len(mappings) != 1 {
+		t.Fatalf("event source mappings of the consumer: %v", mappings)
+	}
+}
+
+// consumerQueueActions returns, sorted, the actions the consumer's policies allow on the
+// webhook queue, failing t for any other statement but reading the payload bucket.
+func consumerQueueActions(t *testing.T, s *stack) []string {
+	t.Helper()
+	var actions []string
+	for _, pol := range props(s.Resources[consumer])["Policies"].([]any) {
+		st, _ := get(pol, "Statement").([]any)
+		for _, x := range st {
+			if getAttResource(get(x, "Resource")) == "WebhookQueue" {
+				for _, a := range get(x, "Action").([]any) {
+					actions = append(actions, jsonString(a))
+				}
+				continue
+			}
+			// The payload bucket's large bodies, read only (TestThePayloadBucket).
+			if get(x, "Resource", "Fn::Sub") != "arn:${AWS::Partition}:s3:::${WebhookPayloadBucket}/*" || get(x, "Action") != "s3:GetObject" {
+				t.Errorf("consumer statement %v", x)
+			}
+		}
+	}
+	slices.Sort(actions)
+	return actions
 }
 
 func TestPaymentsRoutesUseIAMAuthorizationByDefault(t *testing.T) {
@@ -354,39 +370,53 @@ func TestPaymentsRoutesUseIAMAuthorizationByDefault(t *testing.T) {
 				t.Errorf("security scheme PaymentsJwt: %v", jwt)
 			}
 			for _, ev := range get(fn, "Events").(map[string]any) {
-				method := strings.ToLower(get(ev, "Properties", "Method").(string))
-				path := get(ev, "Properties", "Path").(string)
-				if !isRef(get(ev, "Properties", "ApiId"), "HttpApi") {
-					t.Errorf("%s %s is not on HttpApi", method, path)
-				}
-				op := get(paths, path, method)
-				if op == nil {
-					t.Fatalf("%s %s is not in the API's definition body", method, path)
-				}
-				scheme := ""
-				if sec, ok := get(op, "security", "0").(map[string]any); ok {
-					for k := range sec {
-						scheme = k
-					}
-				}
-				if want := tt.iam + tt.jwt; scheme != want {
-					t.Errorf("%s %s: security %q, want %q", method, path, scheme, want)
-				}
+				checkRouteSecurity(t, paths, ev, tt.iam+tt.jwt)
 			}
 			if got := get(fn, "Environment", "Variables", "PAYMENTS_AUTH"); !isRef(got, "PaymentsAuth") || s.params["PaymentsAuth"] != tt.env {
 				t.Errorf("PAYMENTS_AUTH is %v (PaymentsAuth=%s), want %s", got, s.params["PaymentsAuth"], tt.env)
 			}
-			// Webhook routes are verified by signature, never by an authorizer.
-			for p, ops := range paths.(map[string]any) {
-				if strings.HasPrefix(p, "/webhooks") {
-					for m, op := range ops.(map[string]any) {
-						if get(op, "security") != nil {
-							t.Errorf("%s %s has an authorizer", m, p)
-						}
-					}
-				}
-			}
+			checkWebhookRoutesHaveNoAuthorizer(t, paths)
 		})
+	}
+}
+
+// checkRouteSecurity checks that the function event ev is a route on HttpApi that the API's
+// definition body (its paths) declares with the security scheme want, or none when want is "".
+func checkRouteSecurity(t *testing.T, paths, ev any, want string) {
+	t.Helper()
+	method := strings.ToLower(get(ev, "Properties", "Method").(string))
+	path := get(ev, "Properties", "Path").(string)
+	if !isRef(get(ev, "Properties", "ApiId"), "HttpApi") {
+		t.Errorf("%s %s is not on HttpApi", method, path)
+	}
+	op := get(paths, path, method)
+	if op == nil {
+		t.Fatalf("%s %s is not in the API's definition body", method, path)
+	}
+	scheme := ""
+	if sec, ok := get(op, "security", "0").(map[string]any); ok {
+		for k := range sec {
+			scheme = k
+		}
+	}
+	if scheme != want {
+		t.Errorf("%s %s: security %q, want %q", method, path, scheme, want)
+	}
+}
+
+// checkWebhookRoutesHaveNoAuthorizer checks that no webhook route of the API's paths has a
+// security scheme: webhook routes are verified by signature, never by an authorizer.
+func checkWebhookRoutesHaveNoAuthorizer(t *testing.T, paths any) {
+	t.Helper()
+	for p, ops := range paths.(map[string]any) {
+		if !strings.HasPrefix(p, "/webhooks") {
+			continue
+		}
+		for m, op := range ops.(map[string]any) {
+			if get(op, "security") != nil {
+				t.Errorf("%s %s has an authorizer", m, p)
+			}
+		}
 	}
 }
 
@@ -425,30 +455,9 @@ func TestWithoutAVPCTheStackCreatesOneWithItsEndpoints(t *testing.T) {
 	if n := len(s.ofType("AWS::EC2::NatGateway")) + len(s.ofType("AWS::EC2::InternetGateway")); n != 0 {
 		t.Errorf("%d NAT or internet gateways, want none", n)
 	}
-	zones := map[string]bool{}
-	for _, name := range []string{"PrivateSubnetA", "PrivateSubnetB"} {
-		p := props(s.Resources[name])
-		if p == nil || !isRef(p["VpcId"], "Vpc") || p["MapPublicIpOnLaunch"] != false {
-			t.Fatalf("%s: %v", name, p)
-		}
-		zones[jsonString(get(p, "AvailabilityZone", "Fn::Select", "0"))] = true
-	}
-	if len(zones) != 2 {
-		t.Errorf("subnets in zones %v, want two different ones", zones)
-	}
+	checkPrivateSubnetsInTwoZones(t, s)
 	want := map[string]string{"secretsmanager": "Interface", "sqs": "Interface", "dynamodb": "Gateway", "s3": "Gateway"}
-	got := map[string]string{}
-	for _, name := range s.ofType("AWS::EC2::VPCEndpoint") {
-		p := props(s.Resources[name])
-		svc := strings.TrimPrefix(jsonString(get(p, "ServiceName", "Fn::Sub")), "com.amazonaws.${AWS::Region}.")
-		got[svc] = jsonString(p["VpcEndpointType"])
-		if !isRef(p["VpcId"], "Vpc") {
-			t.Errorf("%s is not in the created VPC", name)
-		}
-		if p["VpcEndpointType"] == "Interface" && p["PrivateDnsEnabled"] != true {
-			t.Errorf("%s: private DNS off", name)
-		}
-	}
+	got := createdVPCEndpoints(t, s)
 	if !maps(got, want) {
 		t.Errorf("endpoints %v, want %v (sink sqs)", got, want)
 	}
@@ -471,6 +480,42 @@ func TestWithoutAVPCTheStackCreatesOneWithItsEndpoints(t *testing.T) {
 	if !isRef(get(props(given.Resources["FunctionSecurityGroup"]), "VpcId"), "VpcId") {
 		t.Errorf("with VpcId given, the functions' group is not in it")
 	}
+}
+
+// checkPrivateSubnetsInTwoZones checks that the created subnets are private, in the created
+// VPC, and in two different zones.
+func checkPrivateSubnetsInTwoZones(t *testing.T, s *stack) {
+	t.Helper()
+	zones := map[string]bool{}
+	for _, name := range []string{"PrivateSubnetA", "PrivateSubnetB"} {
+		p := props(s.Resources[name])
+		if p == nil || !isRef(p["VpcId"], "Vpc") || p["MapPublicIpOnLaunch"] != false {
+			t.Fatalf("%s: %v", name, p)
+		}
+		zones[jsonString(get(p, "AvailabilityZone", "Fn::Select", "0"))] = true
+	}
+	if len(zones) != 2 {
+		t.Errorf("subnets in zones %v, want two different ones", zones)
+	}
+}
+
+// createdVPCEndpoints returns the type of s's VPC endpoint per service ("sqs": "Interface"),
+// failing t for one outside the created VPC or an interface endpoint without private DNS.
+func createdVPCEndpoints(t *testing.T, s *stack) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for _, name := range s.ofType("AWS::EC2::VPCEndpoint") {
+		p := props(s.Resources[name])
+		svc := strings.TrimPrefix(jsonString(get(p, "ServiceName", "Fn::Sub")), "com.amazonaws.${AWS::Region}.")
+		got[svc] = jsonString(p["VpcEndpointType"])
+		if !isRef(p["VpcId"], "Vpc") {
+			t.Errorf("%s is not in the created VPC", name)
+		}
+		if p["VpcEndpointType"] == "Interface" && p["PrivateDnsEnabled"] != true {
+			t.Errorf("%s: private DNS off", name)
+		}
+	}
+	return got
 }
 
 func maps(a, b map[string]string) bool {
@@ -642,40 +687,10 @@ func TestOperationsSettings(t *testing.T) {
 // The template's own policies name their actions; the only wildcards left are those of the
 // AWS managed policies SAM attaches (logs, VPC network interfaces).
 func TestNoWildcardIAMActions(t *testing.T) {
-	allowedTemplates := map[string]bool{"AWSSecretsManagerGetSecretValuePolicy": true, "EventBridgePutEventsPolicy": true}
 	for _, o := range []map[string]string{nil, {"WebhookSink": "eventbridge"}, {"RedisIamAuth": "true"},
 		{"ExistingRedisUrl": "rediss://u@cache.example:6379", "RedisAuthSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:x",
 			"RedisAuthSecretKmsKeyArn": "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"}} {
-		s := deploy(t, o)
-		var statements []any
-		for name, r := range s.Resources {
-			p := props(r)
-			switch r["Type"] {
-			case "AWS::Serverless::Function":
-				for _, pol := range p["Policies"].([]any) {
-					m, ok := pol.(map[string]any)
-					if !ok {
-						continue
-					}
-					if st, ok := m["Statement"].([]any); ok {
-						statements = append(statements, st...)
-						continue
-					}
-					if isRef(m, "RedisCredentialsPolicy") {
-						continue
-					}
-					for k := range m {
-						if !allowedTemplates[k] {
-							t.Errorf("%s uses policy %s", name, k)
-						}
-					}
-				}
-			case "AWS::IAM::ManagedPolicy", "AWS::IAM::Policy", "AWS::IAM::Role":
-				if st, ok := get(p, "PolicyDocument", "Statement").([]any); ok {
-					statements = append(statements, st...)
-				}
-			}
-		}
+		statements := policyStatements(t, deploy(t, o))
 		if len(statements) == 0 {
 			t.Fatalf("%v: no policy statement found", o)
 		}
@@ -692,4 +707,43 @@ func TestNoWildcardIAMActions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// policyStatements returns the statements of the template's own policies in s: the functions'
+// inline statements and the IAM policies' and roles'. A function policy that is neither an
+// inline statement, the stack's Redis credentials policy nor a SAM policy template allowed here
+// fails t.
+func policyStatements(t *testing.T, s *stack) []any {
+	t.Helper()
+	allowedTemplates := map[string]bool{"AWSSecretsManagerGetSecretValuePolicy": true, "EventBridgePutEventsPolicy": true}
+	var statements []any
+	for name, r := range s.Resources {
+		p := props(r)
+		switch r["Type"] {
+		case "AWS::Serverless::Function":
+			for _, pol := range p["Policies"].([]any) {
+				m, ok := pol.(map[string]any)
+				if !ok {
+					continue
+				}
+				if st, ok := m["Statement"].([]any); ok {
+					statements = append(statements, st...)
+					continue
+				}
+				if isRef(m, "RedisCredentialsPolicy") {
+					continue
+				}
+				for k := range m {
+					if !allowedTemplates[k] {
+						t.Errorf("%s uses policy %s", name, k)
+					}
+				}
+			}
+		case "AWS::IAM::ManagedPolicy", "AWS::IAM::Policy", "AWS::IAM::Role":
+			if st, ok := get(p, "PolicyDocument", "Statement").([]any); ok {
+				statements = append(statements, st...)
+			}
+		}
+	}
+	return statements
 }
