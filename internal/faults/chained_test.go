@@ -39,17 +39,7 @@ func chainedLostClaims(t *testing.T, lockTTL, fault time.Duration) {
 		envs  = 4
 	)
 	clientBound := time.Duration(1+redisconn.DefaultMaxRetries)*(redisconn.DefaultDialTimeout+redisconn.DefaultWriteTimeout+redisconn.DefaultReadTimeout) + 100*time.Millisecond
-	guards := make([]*idem.Guard, envs)
-	for i := range guards {
-		c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DialTimeout: redisconn.DefaultDialTimeout,
-			ReadTimeout: redisconn.DefaultReadTimeout, WriteTimeout: redisconn.DefaultWriteTimeout, MaxRetries: redisconn.DefaultMaxRetries})
-		t.Cleanup(func() { c.Close() })
-		g, err := idem.New(c, idem.WithPrefix(prefix), idem.WithLockTTL(lockTTL), idem.WithResultTTL(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		guards[i] = g
-	}
+	guards := productionGuards(t, proxy.Addr(), envs, lockTTL)
 	key := idem.Key{Scope: "stripe", ID: "evt_chained_" + lockTTL.String()}
 	rk := recordKey(prefix, "stripe", key.ID)
 
@@ -104,12 +94,7 @@ func chainedLostClaims(t *testing.T, lockTTL, fault time.Duration) {
 	wg.Wait()
 	close(stopWatch)
 	close(acked)
-	first := time.Time{}
-	for a := range acked {
-		if first.IsZero() || a.Before(first) {
-			first = a
-		}
-	}
+	first := earliest(acked)
 	if first.IsZero() {
 		t.Fatal("the key was never acknowledged")
 	}
@@ -125,4 +110,34 @@ func chainedLostClaims(t *testing.T, lockTTL, fault time.Duration) {
 	mu.Unlock()
 	t.Logf("%s fault, claim TTL %s: %d claims applied whose replies were lost; first acknowledgement %s after the first delivery, %s after the fault ended",
 		fault, lockTTL, n, first.Sub(start).Round(time.Millisecond), afterFault.Round(time.Millisecond))
+}
+
+// productionGuards returns n guards, each on its own client of the Redis at addr with the
+// functions' default timeouts and retries, whose claims live lockTTL.
+func productionGuards(t *testing.T, addr string, n int, lockTTL time.Duration) []*idem.Guard {
+	t.Helper()
+	guards := make([]*idem.Guard, n)
+	for i := range guards {
+		c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: redisconn.DefaultDialTimeout,
+			ReadTimeout: redisconn.DefaultReadTimeout, WriteTimeout: redisconn.DefaultWriteTimeout, MaxRetries: redisconn.DefaultMaxRetries})
+		t.Cleanup(func() { c.Close() })
+		g, err := idem.New(c, idem.WithPrefix(prefix), idem.WithLockTTL(lockTTL), idem.WithResultTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		guards[i] = g
+	}
+	return guards
+}
+
+// earliest returns the earliest time received from times until it is closed, or the zero time
+// if none is.
+func earliest(times <-chan time.Time) time.Time {
+	var first time.Time
+	for a := range times {
+		if first.IsZero() || a.Before(first) {
+			first = a
+		}
+	}
+	return first
 }

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,23 +141,9 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 		replicaLag   = 500 * time.Millisecond // writes the promoted replica never receives
 	)
 	cl := testsupport.StartCluster(t, 3, 1)
-	addrs := cl.Addrs()
-	q := url.Values{}
-	for _, a := range addrs[1:] {
-		q.Add("addr", a)
-	}
-	redisURL := "redis://" + addrs[0] + "?" + q.Encode()
+	redisURL := clusterURL(cl)
 	vars := map[string]string{"REDIS_URL": redisURL, "REDIS_CLUSTER": "true"}
-
-	// A client with the production options tells how often it reloads the cluster's layout
-	// unprompted: a client that keeps sending to a dead master's address, which answers no
-	// MOVED, learns of the promotion no later than that.
-	probe, err := redisconn.Open(context.Background(), redisconn.Settings{URL: redisURL, Cluster: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reloadEvery := probe.Client.(*redis.ClusterClient).Options().ClusterStateReloadInterval
-	probe.Close()
+	reloadEvery := clusterStateReloadInterval(t, redisURL)
 	giveUp := 30*time.Second + reloadEvery // failover, then at most one reload interval
 
 	rec := &recorder{}
@@ -165,49 +153,7 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 		hooks.add(vars)
 	}
 	led := newCountingLedger()
-	var pays []*payments.Handler
-	for range environments {
-		env := map[string]string{"IDEM_KEY_PREFIX": prefix, "LOG_LEVEL": "warn"}
-		for k, v := range vars {
-			env[k] = v
-		}
-		h, err := payments.New(context.Background(), func(k string) string { return env[k] },
-			payments.WithLedger(led), payments.WithLogOutput(&syncBuffer{}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = h.Close() })
-		pays = append(pays, h)
-	}
-
-	var payMu sync.Mutex
-	var payAttempts []payAttempt
-	pay := func(env int, key string) payAttempt {
-		body := `{"amount":1000,"currency":"EUR"}`
-		req := events.APIGatewayV2HTTPRequest{
-			Version: "2.0", RouteKey: payments.RouteCreate, RawPath: "/payments", Body: body,
-			Headers: map[string]string{"content-type": "application/json", payments.HeaderIdempotencyKey: key},
-			RequestContext: events.APIGatewayV2HTTPRequestContext{
-				RouteKey: payments.RouteCreate,
-				HTTP:     events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/payments"},
-			},
-		}
-		a := payAttempt{key: key, start: time.Now()}
-		ctx, cancel := context.WithTimeout(context.Background(), invocation)
-		resp, _ := pays[env].Handle(ctx, req)
-		cancel()
-		a.end, a.status, a.replayed = time.Now(), resp.StatusCode, resp.Headers[payments.HeaderReplayed] == "true"
-		var p struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal([]byte(resp.Body), &p) == nil {
-			a.paymentID = p.ID
-		}
-		payMu.Lock()
-		payAttempts = append(payAttempts, a)
-		payMu.Unlock()
-		return a
-	}
+	pays := newPaymentsFleet(t, environments, vars, led, invocation)
 
 	// The load: new webhook events and payment keys at a steady rate until stopped, every copy
 	// retried by its "provider" until acknowledged.
@@ -242,54 +188,17 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	generate(paymentEvery, &numPayments, func(i int) func(c int) {
 		key := fmt.Sprintf("order-%d", i)
 		return func(c int) {
-			deadline := time.Now().Add(giveUp)
-			wait := retryEvery
-			for k := 0; time.Now().Before(deadline); k++ {
-				if pay((i+c+k)%environments, key).status == 201 {
-					return
-				}
-				time.Sleep(wait)
-				wait = min(2*wait, maxRetry)
+			if !pays.payUntilCreated(i+c, key, retryEvery, maxRetry, giveUp) {
+				unacked.Add(1)
 			}
-			unacked.Add(1)
 		}
 	})
 
 	time.Sleep(warm)
-	// Replication is asynchronous, and on loopback a replica trails its master by microseconds.
-	// To make the promoted replica miss the master's last writes, as one in another AZ can, it
-	// is paused (SIGSTOP) and its replication link cut on the master, which keeps accepting
-	// writes; half a second later the master dies.
-	masters, err := cl.Masters()
+	killed, killedAt, err := killMasterBehindItsReplica(t, cl, replicaLag)
 	if err != nil {
 		close(stop)
-		t.Fatalf("masters: %v", err)
-	}
-	replicaPID, err := replicaOf(masters[0])
-	if err != nil {
-		close(stop)
-		t.Fatalf("replica of %s: %v", masters[0], err)
-	}
-	if err := syscall.Kill(replicaPID, syscall.SIGSTOP); err != nil {
-		close(stop)
-		t.Fatalf("pause replica: %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(replicaPID, syscall.SIGCONT) })
-	if err := cutReplicationLink(masters[0]); err != nil {
-		close(stop)
-		t.Fatalf("cut the replication link of %s: %v", masters[0], err)
-	}
-	time.Sleep(replicaLag)
-	killedAt := time.Now()
-	killed, err := cl.KillMaster(0)
-	if err != nil {
-		close(stop)
-		t.Fatalf("kill master: %v", err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if err := syscall.Kill(replicaPID, syscall.SIGCONT); err != nil {
-		close(stop)
-		t.Fatalf("resume replica: %v", err)
+		t.Fatal(err)
 	}
 	readyErr := cl.WaitReady(30 * time.Second)
 	readyAt := time.Now()
@@ -305,19 +214,205 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	}
 
 	// Payments: one payment per key in the ledger, and every 201 for a key carries it.
-	ids := map[string]map[string]bool{}
-	payMu.Lock()
-	for _, a := range payAttempts {
-		if a.status == 201 {
-			if ids[a.key] == nil {
-				ids[a.key] = map[string]bool{}
-			}
-			ids[a.key][a.paymentID] = true
+	payAttempts := pays.snapshot()
+	paymentsCreated, existed := checkOnePaymentPerKey(t, led, payAttempts)
+	if paymentsCreated != int(numPayments.Load()) {
+		t.Errorf("%d payments in the ledger for %d keys", paymentsCreated, numPayments.Load())
+	}
+
+	// Webhooks: measured. Every execution ran under a claim the guard had taken; a duplicate
+	// means Redis lost the record (or the result could not be stored).
+	attempts, executions := rec.snapshot()
+	perEvent := byEvent(executions)
+	twice, twiceNotStored := countExecutedTwice(perEvent, hooks.NotStored())
+	if len(perEvent) != int(numEvents.Load()) {
+		t.Errorf("%d of %d webhook events executed", len(perEvent), numEvents.Load())
+	}
+
+	// The failover window: from the kill to the last failed answer.
+	w := failoverWindow{killedAt: killedAt}
+	for _, a := range attempts {
+		if w.note(a.Status, a.End) {
+			w.hookErrs++
 		}
 	}
-	payMu.Unlock()
-	var existed int
+	for _, a := range payAttempts {
+		if w.note(a.status, a.end) {
+			w.payErrs++
+		}
+	}
+	t.Logf("killed master %s under load, its replica cut off for the last %s before (writes it never got); cluster ready again (every slot on a running master) %s after the kill",
+		killed, replicaLag, readyAt.Sub(killedAt).Round(time.Millisecond))
+	t.Logf("failover window seen by clients: errors from %s to %s after the kill (%d webhook and %d payment answers 5xx); besides reloading on errors without a reply, the clients reload the cluster layout every %s",
+		w.firstErr.Sub(killedAt).Round(time.Millisecond), w.length().Round(time.Millisecond), w.hookErrs, w.payErrs, reloadEvery)
+	t.Logf("webhooks: %d events x %d copies: %s; events executed twice: %d of %d (%d with a result not stored, %d because the failover lost the record)",
+		numEvents.Load(), copies, webhookfleet.FormatCounts(webhookfleet.Tally(attempts)), twice, len(perEvent), twiceNotStored, twice-twiceNotStored)
+	t.Logf("payments: %d keys x %d copies: %s; ledger: %d payments, 1 per key; %d retries found their payment already in the ledger",
+		numPayments.Load(), copies, webhookfleet.FormatCounts(tallyPayments(payAttempts)), paymentsCreated, existed)
+}
+
+// clusterURL is the REDIS_URL of the cluster cl: its first node, and the others as addr
+// parameters.
+func clusterURL(cl *testsupport.Cluster) string {
+	addrs := cl.Addrs()
+	q := url.Values{}
+	for _, a := range addrs[1:] {
+		q.Add("addr", a)
+	}
+	return "redis://" + addrs[0] + "?" + q.Encode()
+}
+
+// clusterStateReloadInterval asks a client with the production options how often it reloads
+// the cluster's layout unprompted: a client that keeps sending to a dead master's address, which
+// answers no MOVED, learns of the promotion no later than that.
+func clusterStateReloadInterval(t *testing.T, redisURL string) time.Duration {
+	t.Helper()
+	probe, err := redisconn.Open(context.Background(), redisconn.Settings{URL: redisURL, Cluster: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	return probe.Client.(*redis.ClusterClient).Options().ClusterStateReloadInterval
+}
+
+// killMasterBehindItsReplica kills the cluster's first master after its replica has missed
+// lag's worth of its writes, and returns the master killed and when.
+//
+// Replication is asynchronous, and on loopback a replica trails its master by microseconds.
+// To make the promoted replica miss the master's last writes, as one in another AZ can, it
+// is paused (SIGSTOP) and its replication link cut on the master, which keeps accepting
+// writes; lag later the master dies, and the replica resumes.
+func killMasterBehindItsReplica(t *testing.T, cl *testsupport.Cluster, lag time.Duration) (string, time.Time, error) {
+	masters, err := cl.Masters()
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("masters: %w", err)
+	}
+	replicaPID, err := replicaOf(masters[0])
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("replica of %s: %w", masters[0], err)
+	}
+	if err := syscall.Kill(replicaPID, syscall.SIGSTOP); err != nil {
+		return "", time.Time{}, fmt.Errorf("pause replica: %w", err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(replicaPID, syscall.SIGCONT) })
+	if err := cutReplicationLink(masters[0]); err != nil {
+		return "", time.Time{}, fmt.Errorf("cut the replication link of %s: %w", masters[0], err)
+	}
+	time.Sleep(lag)
+	killedAt := time.Now()
+	killed, err := cl.KillMaster(0)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("kill master: %w", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := syscall.Kill(replicaPID, syscall.SIGCONT); err != nil {
+		return "", time.Time{}, fmt.Errorf("resume replica: %w", err)
+	}
+	return killed, killedAt, nil
+}
+
+// paymentsFleet is a set of execution environments of the payments function on one ledger,
+// recording every POST /payments they answer.
+type paymentsFleet struct {
+	handlers   []*payments.Handler
+	invocation time.Duration // each request's deadline
+	mu         sync.Mutex
+	attempts   []payAttempt
+}
+
+// newPaymentsFleet builds n environments from vars (REDIS_URL, REDIS_CLUSTER) on the ledger
+// led, closed at cleanup.
+func newPaymentsFleet(t *testing.T, n int, vars map[string]string, led ledger.Ledger, invocation time.Duration) *paymentsFleet {
+	t.Helper()
+	f := &paymentsFleet{invocation: invocation}
+	for range n {
+		env := map[string]string{"IDEM_KEY_PREFIX": prefix, "LOG_LEVEL": "warn"}
+		maps.Copy(env, vars)
+		h, err := payments.New(context.Background(), func(k string) string { return env[k] },
+			payments.WithLedger(led), payments.WithLogOutput(&syncBuffer{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.Close() })
+		f.handlers = append(f.handlers, h)
+	}
+	return f
+}
+
+// pay sends one POST /payments under key to environment env (modulo their number), records
+// the attempt and returns it.
+func (f *paymentsFleet) pay(env int, key string) payAttempt {
+	body := `{"amount":1000,"currency":"EUR"}`
+	req := events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: payments.RouteCreate, RawPath: "/payments", Body: body,
+		Headers: map[string]string{"content-type": "application/json", payments.HeaderIdempotencyKey: key},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey: payments.RouteCreate,
+			HTTP:     events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/payments"},
+		},
+	}
+	a := payAttempt{key: key, start: time.Now()}
+	ctx, cancel := context.WithTimeout(context.Background(), f.invocation)
+	resp, _ := f.handlers[env%len(f.handlers)].Handle(ctx, req)
+	cancel()
+	a.end, a.status, a.replayed = time.Now(), resp.StatusCode, resp.Headers[payments.HeaderReplayed] == "true"
+	var p struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal([]byte(resp.Body), &p) == nil {
+		a.paymentID = p.ID
+	}
+	f.mu.Lock()
+	f.attempts = append(f.attempts, a)
+	f.mu.Unlock()
+	return a
+}
+
+// payUntilCreated sends POST /payments under key, first to environment env and then to the
+// next ones, until it is answered 201, waiting between tries from retryEvery doubling up to
+// maxRetry; it reports false if giveUp passed first.
+func (f *paymentsFleet) payUntilCreated(env int, key string, retryEvery, maxRetry, giveUp time.Duration) bool {
+	deadline := time.Now().Add(giveUp)
+	wait := retryEvery
+	for k := 0; time.Now().Before(deadline); k++ {
+		if f.pay(env+k, key).status == 201 {
+			return true
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, maxRetry)
+	}
+	return false
+}
+
+// snapshot returns a copy of the attempts recorded so far.
+func (f *paymentsFleet) snapshot() []payAttempt {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.attempts)
+}
+
+// checkOnePaymentPerKey checks that the ledger holds one payment per key and that every 201
+// of attempts for a key carries the same payment; it returns the payments created and the
+// retries the ledger answered with an existing one.
+func checkOnePaymentPerKey(t *testing.T, led *countingLedger, attempts []payAttempt) (created, existed int) {
+	t.Helper()
+	ids := map[string]map[string]bool{}
+	for _, a := range attempts {
+		if a.status != 201 {
+			continue
+		}
+		if ids[a.key] == nil {
+			ids[a.key] = map[string]bool{}
+		}
+		ids[a.key][a.paymentID] = true
+	}
+	for key, set := range ids {
+		if len(set) != 1 {
+			t.Errorf("payment key %s answered with %d different payments", key, len(set))
+		}
+	}
 	led.mu.Lock()
+	defer led.mu.Unlock()
 	for key, n := range led.created {
 		if n != 1 {
 			t.Errorf("payment key %s: %d payments in the ledger; want 1", key, n)
@@ -326,23 +421,12 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 	for _, n := range led.existed {
 		existed += n
 	}
-	paymentsCreated := len(led.created)
-	led.mu.Unlock()
-	for key, set := range ids {
-		if len(set) != 1 {
-			t.Errorf("payment key %s answered with %d different payments", key, len(set))
-		}
-	}
-	if paymentsCreated != int(numPayments.Load()) {
-		t.Errorf("%d payments in the ledger for %d keys", paymentsCreated, numPayments.Load())
-	}
+	return len(led.created), existed
+}
 
-	// Webhooks: measured. Every execution ran under a claim the guard had taken; a duplicate
-	// means Redis lost the record (or the result could not be stored).
-	attempts, executions := rec.snapshot()
-	notStored := hooks.NotStored()
-	perEvent := byEvent(executions)
-	var twice, twiceNotStored int
+// countExecutedTwice counts the events of perEvent executed more than once, and of those the
+// events with a result not stored (notStored, per event).
+func countExecutedTwice(perEvent map[string][]execution, notStored map[string]int) (twice, twiceNotStored int) {
 	for id, xs := range perEvent {
 		if len(xs) > 1 {
 			twice++
@@ -351,56 +435,51 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	if len(perEvent) != int(numEvents.Load()) {
-		t.Errorf("%d of %d webhook events executed", len(perEvent), numEvents.Load())
-	}
+	return twice, twiceNotStored
+}
 
-	// The failover window: from the kill to the last failed answer.
-	var firstErr, lastErr time.Time
-	var hookErrs, payErrs int
-	note := func(status int, end time.Time) bool {
-		if status == 200 || status == 201 || status == 409 || end.Before(killedAt) {
-			return false
-		}
-		if firstErr.IsZero() || end.Before(firstErr) {
-			firstErr = end
-		}
-		if end.After(lastErr) {
-			lastErr = end
-		}
-		return true
+// failoverWindow is when clients saw failed answers after a master was killed.
+type failoverWindow struct {
+	killedAt          time.Time
+	firstErr, lastErr time.Time
+	hookErrs, payErrs int
+}
+
+// note widens the window to an answer with status that came at end, when it is a failure
+// after the kill (not 200, 201 or 409), and reports whether it was.
+func (w *failoverWindow) note(status int, end time.Time) bool {
+	if status == 200 || status == 201 || status == 409 || end.Before(w.killedAt) {
+		return false
 	}
+	if w.firstErr.IsZero() || end.Before(w.firstErr) {
+		w.firstErr = end
+	}
+	if end.After(w.lastErr) {
+		w.lastErr = end
+	}
+	return true
+}
+
+// length is the time from the kill to the last failed answer, or 0 without one.
+func (w *failoverWindow) length() time.Duration {
+	if w.lastErr.IsZero() {
+		return 0
+	}
+	return w.lastErr.Sub(w.killedAt)
+}
+
+// tallyPayments counts attempts by what they were answered: created, replayed, or status_<n>.
+func tallyPayments(attempts []payAttempt) map[string]int {
+	counts := map[string]int{}
 	for _, a := range attempts {
-		if note(a.Status, a.End) {
-			hookErrs++
-		}
-	}
-	payCounts := map[string]int{}
-	payMu.Lock()
-	for _, a := range payAttempts {
-		if note(a.status, a.end) {
-			payErrs++
-		}
 		switch {
 		case a.status == 201 && a.replayed:
-			payCounts["replayed"]++
+			counts["replayed"]++
 		case a.status == 201:
-			payCounts["created"]++
+			counts["created"]++
 		default:
-			payCounts[fmt.Sprintf("status_%d", a.status)]++
+			counts[fmt.Sprintf("status_%d", a.status)]++
 		}
 	}
-	payMu.Unlock()
-	window := time.Duration(0)
-	if !lastErr.IsZero() {
-		window = lastErr.Sub(killedAt)
-	}
-	t.Logf("killed master %s under load, its replica cut off for the last %s before (writes it never got); cluster ready again (every slot on a running master) %s after the kill",
-		killed, replicaLag, readyAt.Sub(killedAt).Round(time.Millisecond))
-	t.Logf("failover window seen by clients: errors from %s to %s after the kill (%d webhook and %d payment answers 5xx); besides reloading on errors without a reply, the clients reload the cluster layout every %s",
-		firstErr.Sub(killedAt).Round(time.Millisecond), window.Round(time.Millisecond), hookErrs, payErrs, reloadEvery)
-	t.Logf("webhooks: %d events x %d copies: %s; events executed twice: %d of %d (%d with a result not stored, %d because the failover lost the record)",
-		numEvents.Load(), copies, webhookfleet.FormatCounts(webhookfleet.Tally(attempts)), twice, len(perEvent), twiceNotStored, twice-twiceNotStored)
-	t.Logf("payments: %d keys x %d copies: %s; ledger: %d payments, 1 per key; %d retries found their payment already in the ledger",
-		numPayments.Load(), copies, webhookfleet.FormatCounts(payCounts), paymentsCreated, existed)
+	return counts
 }

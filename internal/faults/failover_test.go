@@ -142,11 +142,21 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 	wg.Wait()
 
 	res := failoverResult{events: events, tally: webhookfleet.Tally(as)}
+	res.countDoubles(runs, lockTTL, failedOver)
+	t.Logf("%d events, %s: %d ran twice (%d at the same time); %d after a lost claim, %d after a lost result (second run %v after the failover); second run after the first: %v; %d never ran within 5s of retries; answers: %s",
+		events, describe(vars, lag, stale), res.doubles, res.concurrent, res.lostClaims, res.lostResults, res.resultWaits, res.gaps, res.neverRan, webhookfleet.FormatCounts(res.tally))
+	return res
+}
+
+// countDoubles counts the events of the stream that never ran and those that ran twice: at
+// the same time, after a lost claim or after a lost result (measured from failedOver). lockTTL
+// is the claims' TTL.
+func (res *failoverResult) countDoubles(runs []run, lockTTL time.Duration, failedOver time.Time) {
 	byEv := map[string][]run{}
 	for _, x := range runs {
 		byEv[x.event] = append(byEv[x.event], x)
 	}
-	res.neverRan = events - len(byEv)
+	res.neverRan = res.events - len(byEv)
 	for _, rs := range byEv {
 		if len(rs) < 2 {
 			continue
@@ -168,9 +178,6 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 			res.resultWaits = append(res.resultWaits, rs[1].start.Sub(failedOver))
 		}
 	}
-	t.Logf("%d events, %s: %d ran twice (%d at the same time); %d after a lost claim, %d after a lost result (second run %v after the failover); second run after the first: %v; %d never ran within 5s of retries; answers: %s",
-		events, describe(vars, lag, stale), res.doubles, res.concurrent, res.lostClaims, res.lostResults, res.resultWaits, res.gaps, res.neverRan, webhookfleet.FormatCounts(res.tally))
-	return res
 }
 
 func describe(vars map[string]string, lag, stale time.Duration) string {

@@ -197,6 +197,46 @@ func byEvent(xs []execution) map[string][]execution {
 	return m
 }
 
+// executedAttempts returns the ids of the attempts that ran the work in executions.
+func executedAttempts(executions []execution) map[int64]bool {
+	executedBy := map[int64]bool{}
+	for _, x := range executions {
+		executedBy[x.attempt] = true
+	}
+	return executedBy
+}
+
+// claimCounts counts executions by what Redis held for their event when the work started.
+func claimCounts(executions []execution) map[claimState]int {
+	checks := map[claimState]int{}
+	for _, x := range executions {
+		checks[x.claim]++
+	}
+	return checks
+}
+
+// checkWorkRanUnderClaims fails t for each execution whose event had no record, or a completed
+// one, when the work started: the work ran unguarded.
+func checkWorkRanUnderClaims(t *testing.T, executions []execution) {
+	t.Helper()
+	for _, x := range executions {
+		if x.claim == claimMissing || x.claim == claimCompleted {
+			t.Errorf("event %s executed by attempt %d with its record %s: work ran unguarded", x.event, x.attempt, x.claim)
+		}
+	}
+}
+
+// checkAnswersAllowed fails t for each attempt answered other than the contract allows while
+// Redis fails: 200, 409 or 503.
+func checkAnswersAllowed(t *testing.T, attempts []attempt) {
+	t.Helper()
+	for _, a := range attempts {
+		if a.Status != 200 && a.Status != 409 && a.Status != 503 {
+			t.Errorf("attempt %d on %s answered %d; want 200, 409 or 503", a.ID, a.Event, a.Status)
+		}
+	}
+}
+
 // durations returns the durations of the attempts that satisfy keep.
 func durations(as []attempt, keep func(attempt) bool) []time.Duration {
 	var ds []time.Duration

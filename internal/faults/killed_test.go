@@ -75,26 +75,11 @@ func TestKilledEnvironmentClaimExpiresThenRetryExecutesOnce(t *testing.T) {
 	}
 
 	// The provider retries to the other environments until one acknowledges the event.
-	var answered []attempt
-	var recoveredAt time.Time
-	for k := 0; time.Since(killedAt) < lockTTL+10*time.Second; k++ {
-		a := f.Send(ctx, 1+k%3, ev)
-		answered = append(answered, a)
-		if a.Status == 200 {
-			recoveredAt = a.End
-			break
-		}
-		time.Sleep(retryEvery)
-	}
+	answered, recoveredAt := retryUntilAcknowledged(f, ev, killedAt.Add(lockTTL+10*time.Second), retryEvery)
 	if recoveredAt.IsZero() {
 		t.Fatalf("no retry was acknowledged within %s of the kill: %s", lockTTL+10*time.Second, webhookfleet.FormatCounts(webhookfleet.Tally(answered)))
 	}
-	claimExpiry := claimStart.Add(lockTTL) // the claim was set after claimStart: it expires no sooner
-	for _, a := range answered {
-		if a.End.Before(claimExpiry) && a.Status != 409 {
-			t.Errorf("retry %d ended %s after the claim, before its TTL, with %d; want 409", a.ID, a.End.Sub(claimStart), a.Status)
-		}
-	}
+	checkRetriesWhileClaimed(t, answered, claimStart, lockTTL)
 	last := answered[len(answered)-1]
 	if last.Outcome() != "executed" {
 		t.Errorf("the retry after the claim expired: %s; want executed", last.Outcome())
@@ -103,27 +88,7 @@ func TestKilledEnvironmentClaimExpiresThenRetryExecutesOnce(t *testing.T) {
 	if late := recoveredAt.Sub(claimStart); late > lockTTL+2*time.Second {
 		t.Errorf("retry acknowledged %s after the claim; want within the claim TTL %s plus the retry interval", late, lockTTL)
 	}
-	// Each 409 told the provider to come back no later than the claim's expiry.
-	for _, a := range answered {
-		if a.Status != 409 {
-			continue
-		}
-		secs, err := strconv.Atoi(a.RetryAfter)
-		if err != nil || secs < 1 || time.Duration(secs)*time.Second > lockTTL+time.Second {
-			t.Errorf("409 retry-after %q; want whole seconds, at most the claim TTL %s", a.RetryAfter, lockTTL)
-		}
-	}
-
-	// More duplicates replay the result; the event ran exactly once, in a live environment.
-	for env := 1; env < 4; env++ {
-		if a := f.Send(ctx, env, ev); a.Outcome() != "replayed" {
-			t.Errorf("duplicate to environment %d after recovery: %s; want replayed", env, a.Outcome())
-		}
-	}
-	_, executions := rec.snapshot()
-	if len(executions) != 1 || executions[0].env == 0 || executions[0].claim != claimHeld {
-		t.Fatalf("executions %+v; want exactly one, by a live environment, under its own claim", executions)
-	}
+	checkExecutedOnceByALiveEnvironment(t, f, ev)
 
 	// Letting the dead environment's goroutine go changes nothing: its release cannot reach Redis.
 	letGo()
@@ -139,4 +104,56 @@ func TestKilledEnvironmentClaimExpiresThenRetryExecutesOnce(t *testing.T) {
 	t.Logf("retries every %s: %s; first acknowledged %s after the claim, %s after the kill",
 		retryEvery, webhookfleet.FormatCounts(webhookfleet.Tally(answered)), recoveredAt.Sub(claimStart).Round(time.Millisecond), recoveredAt.Sub(killedAt).Round(time.Millisecond))
 	t.Logf("409 answers took p50 %s", ms(webhookfleet.Percentile(durations(answered, func(a attempt) bool { return a.Status == 409 }), 50)))
+}
+
+// retryUntilAcknowledged sends ev to environments 1 to 3 of f in turn, every retryEvery, until
+// one answers 200 or deadline passes; it returns the attempts and when the 200 came (zero
+// without one).
+func retryUntilAcknowledged(f *fleet, ev event, deadline time.Time, retryEvery time.Duration) ([]attempt, time.Time) {
+	var answered []attempt
+	for k := 0; time.Now().Before(deadline); k++ {
+		a := f.Send(context.Background(), 1+k%3, ev)
+		answered = append(answered, a)
+		if a.Status == 200 {
+			return answered, a.End
+		}
+		time.Sleep(retryEvery)
+	}
+	return answered, time.Time{}
+}
+
+// checkExecutedOnceByALiveEnvironment checks that more duplicates of ev to the live
+// environments 1 to 3 of f replay its result, and that it ran exactly once, in a live
+// environment, under its own claim.
+func checkExecutedOnceByALiveEnvironment(t *testing.T, f *fleet, ev event) {
+	t.Helper()
+	for env := 1; env < 4; env++ {
+		if a := f.Send(context.Background(), env, ev); a.Outcome() != "replayed" {
+			t.Errorf("duplicate to environment %d after recovery: %s; want replayed", env, a.Outcome())
+		}
+	}
+	_, executions := f.rec.snapshot()
+	if len(executions) != 1 || executions[0].env == 0 || executions[0].claim != claimHeld {
+		t.Fatalf("executions %+v; want exactly one, by a live environment, under its own claim", executions)
+	}
+}
+
+// checkRetriesWhileClaimed checks that every retry answered before the claim taken at
+// claimStart expired (after lockTTL) was a 409, and that each 409 told the provider to come
+// back in whole seconds, no later than the claim's expiry.
+func checkRetriesWhileClaimed(t *testing.T, answered []attempt, claimStart time.Time, lockTTL time.Duration) {
+	t.Helper()
+	claimExpiry := claimStart.Add(lockTTL) // the claim was set after claimStart: it expires no sooner
+	for _, a := range answered {
+		if a.End.Before(claimExpiry) && a.Status != 409 {
+			t.Errorf("retry %d ended %s after the claim, before its TTL, with %d; want 409", a.ID, a.End.Sub(claimStart), a.Status)
+		}
+		if a.Status != 409 {
+			continue
+		}
+		secs, err := strconv.Atoi(a.RetryAfter)
+		if err != nil || secs < 1 || time.Duration(secs)*time.Second > lockTTL+time.Second {
+			t.Errorf("409 retry-after %q; want whole seconds, at most the claim TTL %s", a.RetryAfter, lockTTL)
+		}
+	}
 }

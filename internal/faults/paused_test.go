@@ -162,141 +162,191 @@ type pausedTally struct {
 // then the child resumes and its works try their side effects.
 func runPausedOwner(t *testing.T, addrs []string, cluster, fencing bool, rounds, n int, dynamo string) pausedTally {
 	t.Helper()
-	store := newFencedStore(fencing)
-	srv := httptest.NewServer(store)
+	run := startPausedRun(t, addrs, cluster, fencing, dynamo)
+	for r := range rounds {
+		run.round(r, n)
+	}
+	return run.tally
+}
+
+// pausedRun is the state of runPausedOwner: the downstream store, the child process, the
+// guard the test takes keys over with, and what the rounds measured.
+type pausedRun struct {
+	t       *testing.T
+	fencing bool
+	store   *fencedStore
+	dyn     *ledger.DynamoDB // the DynamoDB ledger, or nil
+	child   *pausedChild
+	guard   *idem.Guard
+	tally   pausedTally
+}
+
+// startPausedRun serves a fenced (or, without fencing, unfenced) store, creates the DynamoDB
+// ledger's table on the dynalite at dynamo unless it is "", starts the child on the Redis at
+// addrs, and builds the test's guard on the same Redis.
+func startPausedRun(t *testing.T, addrs []string, cluster, fencing bool, dynamo string) *pausedRun {
+	t.Helper()
+	run := &pausedRun{t: t, fencing: fencing, store: newFencedStore(fencing)}
+	srv := httptest.NewServer(run.store)
 	t.Cleanup(srv.Close)
 	prefix := testsupport.UniquePrefix(t) + "paused"
 	env := []string{"PAUSED_REDIS_ADDRS=" + strings.Join(addrs, ","),
 		"PAUSED_REDIS_CLUSTER=" + strconv.FormatBool(cluster), "PAUSED_FENCING=" + strconv.FormatBool(fencing),
 		"PAUSED_PREFIX=" + prefix, "PAUSED_STORE_URL=" + srv.URL}
-	var dyn *ledger.DynamoDB
 	if dynamo != "" {
 		table := "paused-payments"
 		if err := ledger.CreateTable(context.Background(), dynamoClient(dynamo), table); err != nil {
 			t.Fatal(err)
 		}
-		dyn = ledger.NewDynamoDB(dynamoClient(dynamo), table)
+		run.dyn = ledger.NewDynamoDB(dynamoClient(dynamo), table)
 		env = append(env, "PAUSED_DYNAMO_ENDPOINT="+dynamo, "PAUSED_DYNAMO_TABLE="+table)
 	}
-	child := startPausedChild(t, env...)
-	var client idem.Client
-	if cluster {
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-		t.Cleanup(func() { cc.Close() })
-		client = cc
-	} else {
-		rc := redis.NewClient(&redis.Options{Addr: addrs[0]})
-		t.Cleanup(func() { rc.Close() })
-		client = rc
-	}
+	run.child = startPausedChild(t, env...)
 	opts := []idem.Option{idem.WithPrefix(prefix), idem.WithLockTTL(5 * time.Second)}
 	if fencing {
 		opts = append(opts, idem.WithFencing())
 	}
-	g, err := idem.New(client, opts...)
+	g, err := idem.New(redisClient(t, addrs, cluster), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	run.guard = g
+	return run
+}
 
-	var tally pausedTally
-	for r := range rounds {
-		fmt.Fprintf(child.in, "round %d %d\n", r, n)
-		childFence := make([]uint64, n)
-		for range n {
-			var i int
-			var f uint64
-			if _, err := fmt.Sscanf(child.next(t), "claimed %d %d", &i, &f); err != nil {
-				t.Fatal(err)
-			}
-			childFence[i] = f
+// redisClient is a client of the Redis at addrs, a cluster or one server, closed at cleanup.
+func redisClient(t *testing.T, addrs []string, cluster bool) idem.Client {
+	if cluster {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		t.Cleanup(func() { cc.Close() })
+		return cc
+	}
+	rc := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	t.Cleanup(func() { rc.Close() })
+	return rc
+}
+
+// round runs round r of n trials: the child claims n keys and is stopped inside their works,
+// the test takes each key over, the child resumes and reports what its works did; then the
+// ledger must hold the takeover's payment only.
+func (run *pausedRun) round(r, n int) {
+	t := run.t
+	t.Helper()
+	fmt.Fprintf(run.child.in, "round %d %d\n", r, n)
+	childFence := make([]uint64, n)
+	for range n {
+		var i int
+		var f uint64
+		if _, err := fmt.Sscanf(run.child.next(t), "claimed %d %d", &i, &f); err != nil {
+			t.Fatal(err)
 		}
-		child.signal(t, syscall.SIGSTOP)
-		stopped := time.Now()
-		// Take every key over once the child's claims have expired.
-		for i := range n {
-			key := pausedKey(r, i)
-			for {
-				out, err := g.Do(context.Background(), idem.Key{Scope: "paused", ID: key}, idem.Fingerprint{}, func(ctx context.Context) (idem.Result, error) {
-					f, _ := idem.FenceFrom(ctx)
-					if fencing && f <= childFence[i] {
-						tally.notHigher++
-					}
-					store.write(key, f)
-					if got := store.pay(ctx, key, "pay_takeover_"+key); got != "created" {
-						t.Errorf("%s: the takeover's payment: %s", key, got)
-					}
-					if dyn != nil {
-						if got := paymentStatus(dyn.Create(ctx, key, dynamoPayment("pay_takeover_"+key))); got != "created" {
-							t.Errorf("%s: the takeover's DynamoDB payment: %s", key, got)
-						}
-					}
-					return idem.Result{Status: 200}, nil
-				})
-				if out.Kind == idem.Executed {
-					break
-				}
-				if out.Kind != idem.InProgress || time.Since(stopped) > 5*time.Second {
-					t.Fatalf("%s: takeover %v, %v", key, out.Kind, err)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		fmt.Fprintln(child.in, "go") // read by the child once it runs again
-		tally.pause = append(tally.pause, time.Since(stopped))
-		child.signal(t, syscall.SIGCONT)
-		for range n {
-			var i, sent int
-			var plain, st, led, dynLive, dynFlight, kind string
-			line := child.next(t)
-			if _, err := fmt.Sscanf(line, "result %d sent=%d plain=%s store=%s ledger=%s dynamolive=%s dynamo=%s kind=%s", &i, &sent, &plain, &st, &led, &dynLive, &dynFlight, &kind); err != nil {
-				t.Fatalf("%q: %v", line, err)
-			}
-			if dyn != nil {
-				tally.dynamoTrials++
-				if dynLive == "deadline" {
-					tally.dynamoDeadline++
-				}
-				if dynFlight == "fenced" {
-					tally.dynamoFenced++
-				}
-				if dynLive == "created" || dynFlight == "created" {
-					tally.dynamoCreated++
-				}
-			}
-			tally.trials++
-			tally.sent += sent
-			if plain == "ok" {
-				tally.plainOpen++
-			}
-			if st == "accepted" {
-				tally.storeAccepted++
-			}
-			switch led {
-			case "created":
-				tally.ledgerCreated++
-			case "fenced":
-				tally.ledgerFenced++
-			case "exists":
-				tally.ledgerExists++
-			default:
-				t.Errorf("key %d: ledger answered %s", i, led)
-			}
-			if kind == idem.LockLost.String() {
-				tally.lockLost++
-			}
-		}
-		if l := child.next(t); l != fmt.Sprintf("done %d", r) {
-			t.Fatalf("child: %q", l)
-		}
-		// The ledger holds the takeover's payment, only.
-		for i := range n {
-			key := pausedKey(r, i)
-			if _, err := store.ledger.Get(context.Background(), "p", "pay_child_"+key); !errors.Is(err, ledger.ErrNotFound) {
-				t.Errorf("%s: the paused owner's payment is in the ledger", key)
-			}
+		childFence[i] = f
+	}
+	run.child.signal(t, syscall.SIGSTOP)
+	stopped := time.Now()
+	// Take every key over once the child's claims have expired.
+	for i := range n {
+		run.takeOver(pausedKey(r, i), childFence[i], stopped)
+	}
+	fmt.Fprintln(run.child.in, "go") // read by the child once it runs again
+	run.tally.pause = append(run.tally.pause, time.Since(stopped))
+	run.child.signal(t, syscall.SIGCONT)
+	for range n {
+		run.tally.addResult(t, run.child.next(t), run.dyn != nil)
+	}
+	if l := run.child.next(t); l != fmt.Sprintf("done %d", r) {
+		t.Fatalf("child: %q", l)
+	}
+	// The ledger holds the takeover's payment, only.
+	for i := range n {
+		key := pausedKey(r, i)
+		if _, err := run.store.ledger.Get(context.Background(), "p", "pay_child_"+key); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("%s: the paused owner's payment is in the ledger", key)
 		}
 	}
-	return tally
+}
+
+// takeOver runs key on the test's guard, retrying while the paused child's claim (whose token
+// was childFence) has not expired, for up to 5s after the child was stopped; its work writes
+// the store and the ledgers with its own token, which must be above the child's.
+func (run *pausedRun) takeOver(key string, childFence uint64, stopped time.Time) {
+	t := run.t
+	t.Helper()
+	for {
+		out, err := run.guard.Do(context.Background(), idem.Key{Scope: "paused", ID: key}, idem.Fingerprint{}, func(ctx context.Context) (idem.Result, error) {
+			f, _ := idem.FenceFrom(ctx)
+			if run.fencing && f <= childFence {
+				run.tally.notHigher++
+			}
+			run.store.write(key, f)
+			if got := run.store.pay(ctx, key, "pay_takeover_"+key); got != "created" {
+				t.Errorf("%s: the takeover's payment: %s", key, got)
+			}
+			if run.dyn != nil {
+				if got := paymentStatus(run.dyn.Create(ctx, key, dynamoPayment("pay_takeover_"+key))); got != "created" {
+					t.Errorf("%s: the takeover's DynamoDB payment: %s", key, got)
+				}
+			}
+			return idem.Result{Status: 200}, nil
+		})
+		if out.Kind == idem.Executed {
+			return
+		}
+		if out.Kind != idem.InProgress || time.Since(stopped) > 5*time.Second {
+			t.Fatalf("%s: takeover %v, %v", key, out.Kind, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// addResult counts the child's result line of one trial; withDynamo says whether the child
+// also wrote the DynamoDB ledger.
+func (p *pausedTally) addResult(t *testing.T, line string, withDynamo bool) {
+	t.Helper()
+	var i, sent int
+	var plain, st, led, dynLive, dynFlight, kind string
+	if _, err := fmt.Sscanf(line, "result %d sent=%d plain=%s store=%s ledger=%s dynamolive=%s dynamo=%s kind=%s", &i, &sent, &plain, &st, &led, &dynLive, &dynFlight, &kind); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	if withDynamo {
+		p.addDynamoResult(dynLive, dynFlight)
+	}
+	p.trials++
+	p.sent += sent
+	if plain == "ok" {
+		p.plainOpen++
+	}
+	if st == "accepted" {
+		p.storeAccepted++
+	}
+	switch led {
+	case "created":
+		p.ledgerCreated++
+	case "fenced":
+		p.ledgerFenced++
+	case "exists":
+		p.ledgerExists++
+	default:
+		t.Errorf("key %d: ledger answered %s", i, led)
+	}
+	if kind == idem.LockLost.String() {
+		p.lockLost++
+	}
+}
+
+// addDynamoResult counts what the DynamoDB ledger answered the child's two writes: the one
+// with its work's context (live) and the one already in flight.
+func (p *pausedTally) addDynamoResult(live, inFlight string) {
+	p.dynamoTrials++
+	if live == "deadline" {
+		p.dynamoDeadline++
+	}
+	if inFlight == "fenced" {
+		p.dynamoFenced++
+	}
+	if live == "created" || inFlight == "created" {
+		p.dynamoCreated++
+	}
 }
 
 func (p pausedTally) String() string {
