@@ -13,7 +13,7 @@ FUZZTIME ?= 5s
 PROVIDER ?= stripe
 URL ?= http://127.0.0.1:3000
 N ?= 1
-TEST_FLAGS ?= -race -timeout 15m
+TEST_FLAGS ?= -race -timeout 20m
 
 .PHONY: all deps build build-lambda deploy-check run send events test test-faults test-rie fuzz lint bench bench-test load compare api-count cyclo clean
 all: build

@@ -11,7 +11,9 @@ import (
 )
 
 func TestBothFunctionsCrossCompileForArm64(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A bound on the build, generous: a cold cross-compile of every dependency on a busy 2-core
+	// machine has taken over 5 minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	for _, code := range []samtemplate.Code{samtemplate.Webhook, samtemplate.Payments} {
 		path, err := buildBootstrap(ctx, code, "arm64", t.TempDir())
