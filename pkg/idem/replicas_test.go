@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,10 +142,11 @@ func TestMinReplicasOnClusterWaitsOnTheKeysNode(t *testing.T) {
 func waitForReplicas(t *testing.T, c *redis.ClusterClient, n int) {
 	t.Helper()
 	ctx := context.Background()
-	masters := 0
-	if err := c.ForEachMaster(ctx, func(context.Context, *redis.Client) error { masters++; return nil }); err != nil {
+	var counted atomic.Int64 // ForEachMaster calls its function for every master at once
+	if err := c.ForEachMaster(ctx, func(context.Context, *redis.Client) error { counted.Add(1); return nil }); err != nil {
 		t.Fatal(err)
 	}
+	masters := int(counted.Load())
 	acked := map[string]bool{}
 	var last error
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
