@@ -76,18 +76,7 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 	outs := make([]Outcome, len(items))
 	errs := make([]error, len(items))
 	b := make([]batchItem, len(items))
-	// One start time for the batch: every claim, sent after it, expires at the same bound, and
-	// every work has the same deadline.
-	now := g.opts.now()
-	var sent []int // items whose claim goes to the store
-	for i, it := range items {
-		var ok bool
-		if outs[i], ok, errs[i] = g.start(&b[i].call, it.Key, it.Fingerprint, now); !ok {
-			continue
-		}
-		b[i].deadlines(ctx, g.opts)
-		sent = append(sent, i)
-	}
+	sent := g.startBatch(ctx, items, b, outs, errs)
 	if len(sent) == 0 {
 		return outs, errs
 	}
@@ -100,22 +89,71 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 	}
 
 	// Claim every key.
-	var trips int
-	var waits []*redis.IntCmd // WithMinReplicas: each item's WAIT (never with fencing)
-	switch {
-	case g.opts.fencing:
-		trips = g.claimBatchFenced(ctx, b, sent)
-	case g.opts.minReplicas > 0:
-		var px any = b[sent[0]].lockTTL.Milliseconds() // the same for all: boxed once
-		waits, trips = g.claimBatchReplicated(ctx, b, sent, px)
-	default:
-		var px any = b[sent[0]].lockTTL.Milliseconds()
-		trips = g.pipelined(ctx, b, sent, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
-			return p.Do(ctx, claimArgs(&c.call, px)...)
-		})
-	}
+	waits, trips := g.claimBatch(ctx, b, sent)
 	trips += admitted.RoundTrips
-	var full, claimed []int
+	full, claimed := g.claimedBatch(b, sent, outs, errs)
+	if len(full) > 0 {
+		trips += g.observeFullBatch(ctx, b, full, outs, errs)
+	}
+	if waits != nil {
+		var more int
+		claimed, more = g.replicatedBatch(ctx, b, claimed, waits, outs, errs)
+		trips += more
+	}
+
+	// Run the works of the claimed items.
+	if len(claimed) > 0 {
+		g.runBatch(ctx, items, b, claimed, outs, errs, run)
+	}
+
+	// Store every result and release every failed claim.
+	trips += g.finishBatch(ctx, b, claimed, outs, errs)
+	for _, i := range sent {
+		outs[i].RoundTrips = trips
+		g.notify(&b[i].call, outs[i], errs[i])
+	}
+	return outs, errs
+}
+
+// startBatch starts the call of every item, answering in outs and errs those it settles without
+// the store (an invalid key, a replay from the local cache), and returns the indexes of the
+// others, whose claims go to the store.
+func (g *Guard) startBatch(ctx context.Context, items []Item, b []batchItem, outs []Outcome, errs []error) []int {
+	// One start time for the batch: every claim, sent after it, expires at the same bound, and
+	// every work has the same deadline.
+	now := g.opts.now()
+	var sent []int
+	for i, it := range items {
+		var ok bool
+		if outs[i], ok, errs[i] = g.start(&b[i].call, it.Key, it.Fingerprint, now); !ok {
+			continue
+		}
+		b[i].deadlines(ctx, g.opts)
+		sent = append(sent, i)
+	}
+	return sent
+}
+
+// claimBatch sends the claims of the items of sent, the way the guard's options say, leaving
+// each reply in the item's reply. It returns each item's WAIT under WithMinReplicas (nil
+// otherwise) and the round trips it took.
+func (g *Guard) claimBatch(ctx context.Context, b []batchItem, sent []int) ([]*redis.IntCmd, int) {
+	if g.opts.fencing {
+		return nil, g.claimBatchFenced(ctx, b, sent)
+	}
+	var px any = b[sent[0]].lockTTL.Milliseconds() // the same for all: boxed once
+	if g.opts.minReplicas > 0 {
+		return g.claimBatchReplicated(ctx, b, sent, px)
+	}
+	return nil, g.pipelined(ctx, b, sent, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
+		return p.Do(ctx, claimArgs(&c.call, px)...)
+	})
+}
+
+// claimedBatch reads the claim replies of the items of sent: it answers in outs and errs those
+// someone else holds or completed, and returns the items a full Redis refused, to be read again,
+// and the items claimed (unguarded ones included, when the guard fails open).
+func (g *Guard) claimedBatch(b []batchItem, sent []int, outs []Outcome, errs []error) (full, claimed []int) {
 	for _, i := range sent {
 		c := &b[i]
 		stored, err := g.claimReply(c)
@@ -134,29 +172,28 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 			claimed = append(claimed, i)
 		}
 	}
-	if len(full) > 0 {
-		// A full Redis refuses every SET: read those records, as Do does, in one more round trip.
-		trips += g.pipelined(ctx, b, full, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
-			return p.Do(ctx, "get", c.rk)
-		})
-		for _, i := range full {
-			stored, err := b[i].reply.Text()
-			outs[i], errs[i] = g.observeFull(&b[i].call, outs[i], stored, err)
-		}
-	}
+	return full, claimed
+}
 
-	if waits != nil {
-		var more int
-		claimed, more = g.replicatedBatch(ctx, b, claimed, waits, outs, errs)
-		trips += more
+// observeFullBatch answers the items of full, whose claims a full Redis refused (it refuses
+// every SET), from their records, read as Do does in one more round trip. It returns the round
+// trips it took.
+func (g *Guard) observeFullBatch(ctx context.Context, b []batchItem, full []int, outs []Outcome, errs []error) int {
+	trips := g.pipelined(ctx, b, full, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
+		return p.Do(ctx, "get", c.rk)
+	})
+	for _, i := range full {
+		stored, err := b[i].reply.Text()
+		outs[i], errs[i] = g.observeFull(&b[i].call, outs[i], stored, err)
 	}
+	return trips
+}
 
-	// Run the works of the claimed items.
-	if len(claimed) > 0 {
-		g.runBatch(ctx, items, b, claimed, outs, errs, run)
-	}
-
-	// Store every result and release every failed claim.
+// finishBatch stores the result of every claimed item whose work succeeded and releases the
+// claim of every other, answering each in outs and errs, and returns the round trips it took.
+// An unguarded item has nothing in the store: only a work the run never called changes its
+// outcome.
+func (g *Guard) finishBatch(ctx context.Context, b []batchItem, claimed []int, outs []Outcome, errs []error) int {
 	var finish []int
 	for _, i := range claimed {
 		if c := &b[i]; c.unguarded {
@@ -167,9 +204,10 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 		}
 		finish = append(finish, i)
 	}
-	if len(finish) > 0 {
-		trips += g.finish(storeContext(ctx), b, finish)
+	if len(finish) == 0 {
+		return 0
 	}
+	trips := g.finish(storeContext(ctx), b, finish)
 	for _, i := range finish {
 		c := &b[i]
 		if c.werr != nil {
@@ -178,11 +216,7 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 			outs[i], errs[i] = g.completed(&c.call, outs[i], c.res, c.n, c.ferr)
 		}
 	}
-	for _, i := range sent {
-		outs[i].RoundTrips = trips
-		g.notify(&b[i].call, outs[i], errs[i])
-	}
-	return outs, errs
+	return trips
 }
 
 // runBatch runs the works of the claimed items through run, leaving each one's result and error
@@ -296,15 +330,27 @@ func (g *Guard) finish(ctx context.Context, b []batchItem, finish []int) int {
 		all[j] = j
 	}
 	send(all, false)
+	if again := noScript(cmds); len(again) > 0 {
+		send(again, true)
+	}
+	settleFinish(b, calls, cmds)
+	return trips
+}
+
+// noScript returns the indexes of the commands a server answered NOSCRIPT.
+func noScript(cmds []*redis.Cmd) []int {
 	var again []int
 	for j, cmd := range cmds {
 		if err := cmd.Err(); err != nil && isNoScript(err) {
 			again = append(again, j)
 		}
 	}
-	if len(again) > 0 {
-		send(again, true)
-	}
+	return again
+}
+
+// settleFinish leaves in each item's n and ferr its part of the reply of the finish script's
+// call for its key: calls[j] holds the items of cmds[j].
+func settleFinish(b []batchItem, calls [][]int, cmds []*redis.Cmd) {
 	for j, part := range calls {
 		ns, err := cmds[j].Int64Slice()
 		if err == nil && len(ns) != len(part) {
@@ -318,7 +364,6 @@ func (g *Guard) finish(ctx context.Context, b []batchItem, finish []int) int {
 			}
 		}
 	}
-	return trips
 }
 
 // finishArgs returns the keys and arguments of one call of the finish script for the items of

@@ -291,29 +291,7 @@ func testBatchInParts(t *testing.T, b backend) {
 			t.Fatalf("item %d: %v (%v) in %d round trips, want %v in 6", i, o.Kind, errs[i], o.RoundTrips, want)
 		}
 	}
-	perCall := 1
-	if _, single := c.(*redis.Client); single {
-		perCall = scriptKeys
-	}
-	keys := 0
-	for _, k := range parts.calls {
-		if k < 1 || k > perCall {
-			t.Fatalf("a finish call of %d keys, want 1 to %d", k, perCall)
-		}
-		keys += k
-	}
-	if keys != n {
-		t.Fatalf("finish calls for %d keys, want %d", keys, n)
-	}
-	// On a cluster the client splits each pipeline by node, and the hook sees it whole.
-	if len(parts.pipelines) != 6 {
-		t.Fatalf("%d pipelines (%v), want 6", len(parts.pipelines), parts.pipelines)
-	}
-	for j, keys := range parts.pipelines {
-		if keys > pipelineKeys {
-			t.Fatalf("pipeline %d of %d keys, more than %d", j, keys, pipelineKeys)
-		}
-	}
+	parts.wantWithinLimits(t, c, n)
 	// The failed items were released, the others stored: again, the first run, the others replay.
 	outs, errs = g.DoBatch(ctx, batch, nil)
 	for i, o := range outs {
@@ -323,6 +301,36 @@ func testBatchInParts(t *testing.T, b backend) {
 		}
 		if o.Kind != want {
 			t.Fatalf("item %d again: %v (%v), want %v", i, o.Kind, errs[i], want)
+		}
+	}
+}
+
+// wantWithinLimits checks the parts the hook saw of a batch of n new keys on c: 6 pipelines of
+// at most pipelineKeys keys, and finish calls of 1 to scriptKeys keys on one node (1 on a
+// cluster) that cover the n keys.
+func (h *partsHook) wantWithinLimits(t *testing.T, c redis.UniversalClient, n int) {
+	t.Helper()
+	perCall := 1
+	if _, single := c.(*redis.Client); single {
+		perCall = scriptKeys
+	}
+	keys := 0
+	for _, k := range h.calls {
+		if k < 1 || k > perCall {
+			t.Fatalf("a finish call of %d keys, want 1 to %d", k, perCall)
+		}
+		keys += k
+	}
+	if keys != n {
+		t.Fatalf("finish calls for %d keys, want %d", keys, n)
+	}
+	// On a cluster the client splits each pipeline by node, and the hook sees it whole.
+	if len(h.pipelines) != 6 {
+		t.Fatalf("%d pipelines (%v), want 6", len(h.pipelines), h.pipelines)
+	}
+	for j, keys := range h.pipelines {
+		if keys > pipelineKeys {
+			t.Fatalf("pipeline %d of %d keys, more than %d", j, keys, pipelineKeys)
 		}
 	}
 }

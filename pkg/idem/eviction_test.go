@@ -55,18 +55,7 @@ func TestRefusedEvictionPolicyRunsNothingUntilCorrected(t *testing.T) {
 	work := func(context.Context) (Result, error) { ran++; return Result{Status: 200}, nil }
 
 	// Without Warm, the first call reads the policy itself.
-	out, err := g.Do(ctx, Key{Scope: "s", ID: "1"}, Fingerprint{}, work)
-	if out.Kind != Unavailable || !errors.Is(err, ErrUnsafeEviction) || !errors.Is(err, ErrUnavailable) || out.RoundTrips != 1 {
-		t.Fatalf("Do on allkeys-lru: %v in %d round trips (%v), want unavailable with ErrUnsafeEviction after 1", out.Kind, out.RoundTrips, err)
-	}
-	items := []Item{{Key: Key{Scope: "s", ID: "2"}, Work: work}}
-	if outs, errs := g.DoBatch(ctx, items, nil); outs[0].Kind != Unavailable || !errors.Is(errs[0], ErrUnsafeEviction) {
-		t.Fatalf("DoBatch on allkeys-lru: %v (%v), want unavailable", outs[0].Kind, errs[0])
-	}
-	wrapped := mustWrap(t, g, "w", nil, nil, func(context.Context, int) (int, error) { ran++; return 1, nil })
-	if _, err := wrapped(ctx, 7); !errors.Is(err, ErrUnsafeEviction) {
-		t.Fatalf("Wrap on allkeys-lru: %v, want ErrUnsafeEviction", err)
-	}
+	wantEveryEntryRefused(t, g, work)
 	if ran != 0 {
 		t.Fatalf("work ran %d times under an evicting policy", ran)
 	}
@@ -81,12 +70,34 @@ func TestRefusedEvictionPolicyRunsNothingUntilCorrected(t *testing.T) {
 		t.Fatalf("within 10s of the last read: %v in %d round trips, want unavailable without reading again", out.Kind, out.RoundTrips)
 	}
 	now.Add(int64(evictionRecheck))
-	out, err = g.Do(ctx, Key{Scope: "s", ID: "4"}, Fingerprint{}, work)
+	out, err := g.Do(ctx, Key{Scope: "s", ID: "4"}, Fingerprint{}, work)
 	if out.Kind != Executed || ran != 1 || out.RoundTrips != 3 {
 		t.Fatalf("after the policy became noeviction: %v in %d round trips, ran %d (%v); want executed once in 3 (read, claim, complete)", out.Kind, out.RoundTrips, ran, err)
 	}
 	if out, _ := g.Do(ctx, Key{Scope: "s", ID: "5"}, Fingerprint{}, work); out.Kind != Executed || out.RoundTrips != 2 {
 		t.Fatalf("once known safe: %v in %d round trips, want executed in 2", out.Kind, out.RoundTrips)
+	}
+}
+
+// wantEveryEntryRefused checks that Do, DoBatch and Wrap each refuse work on g, whose store's
+// policy evicts: Do after reading the policy in 1 round trip, the others from what it read.
+func wantEveryEntryRefused(t *testing.T, g *Guard, work Work) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := g.Do(ctx, Key{Scope: "s", ID: "1"}, Fingerprint{}, work)
+	if out.Kind != Unavailable || !errors.Is(err, ErrUnsafeEviction) || !errors.Is(err, ErrUnavailable) || out.RoundTrips != 1 {
+		t.Fatalf("Do on allkeys-lru: %v in %d round trips (%v), want unavailable with ErrUnsafeEviction after 1", out.Kind, out.RoundTrips, err)
+	}
+	items := []Item{{Key: Key{Scope: "s", ID: "2"}, Work: work}}
+	if outs, errs := g.DoBatch(ctx, items, nil); outs[0].Kind != Unavailable || !errors.Is(errs[0], ErrUnsafeEviction) {
+		t.Fatalf("DoBatch on allkeys-lru: %v (%v), want unavailable", outs[0].Kind, errs[0])
+	}
+	wrapped := mustWrap(t, g, "w", nil, nil, func(ctx context.Context, _ int) (int, error) {
+		_, err := work(ctx)
+		return 1, err
+	})
+	if _, err := wrapped(ctx, 7); !errors.Is(err, ErrUnsafeEviction) {
+		t.Fatalf("Wrap on allkeys-lru: %v, want ErrUnsafeEviction", err)
 	}
 }
 

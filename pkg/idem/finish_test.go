@@ -52,52 +52,9 @@ var finishCases = func() []finishCase {
 // with a copy of the same key on its own.
 func testFinishScriptRepliesPerKey(t *testing.T, c redis.UniversalClient, prefix string) {
 	ctx := context.Background()
-	theirs := token{9, 8, 7}
-	fp := FingerprintOf([]byte("payload"))
+	f := finishFixture{c: c, prefix: prefix}
 	const ttl = 90 * time.Minute
-	// One hash tag: a multi-key script needs its keys in one slot on a cluster.
-	key := func(set string, i int) string { return fmt.Sprintf("%s:{finish}:%s:%d", prefix, set, i) }
-	set := func(k string, v []byte) {
-		if err := c.Del(ctx, k).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if v != nil {
-			if err := c.Set(ctx, k, v, time.Minute).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	var keys []string
-	var owners []byte
-	args := []any{ttl.Milliseconds(), nil}
-	want := make([]int64, len(finishCases))
-	for i, fc := range finishCases {
-		// Each key its own owner, so that a call reading another key's owner prefix fails.
-		ours := token{1, 2, 3, byte(i + 1)}
-		ownerPrefix := encodeInProgress(ours, fp, time.Now())[:ownerPrefixSize]
-		result, err := encodeCompleted(ours, fp, time.Now().Add(time.Hour), Result{Status: 201, Body: []byte("second")}, maxResultSize)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := fc.state(ours, theirs, fp)
-		set(key("batch", i), v)
-		set(key("single", i), v)
-		keys = append(keys, key("batch", i))
-		var n int64
-		if fc.release {
-			args = append(args, "")
-			n, err = releaseScript.Run(ctx, c, []string{key("single", i)}, ownerPrefix).Int64()
-		} else {
-			args = append(args, result)
-			n, err = completeScript.Run(ctx, c, []string{key("single", i)}, ownerPrefix, result, ttl.Milliseconds()).Int64()
-		}
-		if err != nil {
-			t.Fatalf("%s alone: %v", fc.name, err)
-		}
-		want[i] = n
-		owners = append(owners, ownerPrefix...)
-	}
-	args[1] = owners
+	keys, args, want := f.finishAlone(t, ttl)
 	got, err := finishScript.Run(ctx, c, keys, args...).Int64Slice()
 	if err != nil {
 		t.Fatal(err)
@@ -112,22 +69,99 @@ func testFinishScriptRepliesPerKey(t *testing.T, c redis.UniversalClient, prefix
 		if got[i] != want[i] || got[i] != wantKnown[i] {
 			t.Errorf("%s: finish replied %d, the single-key script %d, want %d", fc.name, got[i], want[i], wantKnown[i])
 		}
-		b, bErr := c.Get(ctx, key("batch", i)).Result()
-		s, sErr := c.Get(ctx, key("single", i)).Result()
-		if b != s || (bErr == nil) != (sErr == nil) {
-			t.Errorf("%s: finish left %q (%v), the single-key script %q (%v)", fc.name, b, bErr, s, sErr)
-		}
-		bTTL, _ := c.PTTL(ctx, key("batch", i)).Result()
-		sTTL, _ := c.PTTL(ctx, key("single", i)).Result()
-		if d := bTTL - sTTL; d > time.Second || d < -time.Second {
-			t.Errorf("%s: finish left a TTL of %s, the single-key script %s", fc.name, bTTL, sTTL)
-		}
-		if !fc.release && got[i] == scriptDone && (bTTL < ttl-time.Minute || bTTL > ttl) {
-			t.Errorf("%s: a stored result expires in %s, want the result TTL %s", fc.name, bTTL, ttl)
+		f.compare(t, i, got[i], ttl)
+	}
+	if n, err := c.Exists(ctx, f.key("batch", 1), f.key("batch", 6)).Result(); err != nil || n != 0 {
+		t.Errorf("finishing expired claims created %d keys (%v)", n, err)
+	}
+}
+
+// finishFixture holds each of finishCases in two keys: one of set "batch", for one call of the
+// finish script, and one of set "single", for complete.lua or release.lua on its own.
+type finishFixture struct {
+	c      redis.UniversalClient
+	prefix string
+}
+
+// key is case i's key of set. One hash tag: a multi-key script needs its keys in one slot on a
+// cluster.
+func (f finishFixture) key(set string, i int) string {
+	return fmt.Sprintf("%s:{finish}:%s:%d", f.prefix, set, i)
+}
+
+// set makes v the value of k, or deletes k when v is nil.
+func (f finishFixture) set(t *testing.T, k string, v []byte) {
+	t.Helper()
+	ctx := context.Background()
+	if err := f.c.Del(ctx, k).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v != nil {
+		if err := f.c.Set(ctx, k, v, time.Minute).Err(); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if n, err := c.Exists(ctx, key("batch", 1), key("batch", 6)).Result(); err != nil || n != 0 {
-		t.Errorf("finishing expired claims created %d keys (%v)", n, err)
+}
+
+// finishAlone puts every case's state in both its keys and finishes its "single" key with the
+// single-key script. It returns the keys and arguments of the call of the finish script that
+// asks the same of the "batch" keys, and the single-key script's reply per case.
+func (f finishFixture) finishAlone(t *testing.T, ttl time.Duration) (keys []string, args []any, want []int64) {
+	t.Helper()
+	ctx := context.Background()
+	theirs := token{9, 8, 7}
+	fp := FingerprintOf([]byte("payload"))
+	var owners []byte
+	args = []any{ttl.Milliseconds(), nil}
+	want = make([]int64, len(finishCases))
+	for i, fc := range finishCases {
+		// Each key its own owner, so that a call reading another key's owner prefix fails.
+		ours := token{1, 2, 3, byte(i + 1)}
+		ownerPrefix := encodeInProgress(ours, fp, time.Now())[:ownerPrefixSize]
+		result, err := encodeCompleted(ours, fp, time.Now().Add(time.Hour), Result{Status: 201, Body: []byte("second")}, maxResultSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := fc.state(ours, theirs, fp)
+		f.set(t, f.key("batch", i), v)
+		f.set(t, f.key("single", i), v)
+		keys = append(keys, f.key("batch", i))
+		single := []string{f.key("single", i)}
+		if fc.release {
+			args = append(args, "")
+			want[i], err = releaseScript.Run(ctx, f.c, single, ownerPrefix).Int64()
+		} else {
+			args = append(args, result)
+			want[i], err = completeScript.Run(ctx, f.c, single, ownerPrefix, result, ttl.Milliseconds()).Int64()
+		}
+		if err != nil {
+			t.Fatalf("%s alone: %v", fc.name, err)
+		}
+		owners = append(owners, ownerPrefix...)
+	}
+	args[1] = owners
+	return keys, args, want
+}
+
+// compare checks that the finish script, which replied n, left case i's "batch" key as the
+// single-key script left its "single" key: the same value and TTL, a stored result expiring
+// after ttl.
+func (f finishFixture) compare(t *testing.T, i int, n int64, ttl time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	fc := finishCases[i]
+	b, bErr := f.c.Get(ctx, f.key("batch", i)).Result()
+	s, sErr := f.c.Get(ctx, f.key("single", i)).Result()
+	if b != s || (bErr == nil) != (sErr == nil) {
+		t.Errorf("%s: finish left %q (%v), the single-key script %q (%v)", fc.name, b, bErr, s, sErr)
+	}
+	bTTL, _ := f.c.PTTL(ctx, f.key("batch", i)).Result()
+	sTTL, _ := f.c.PTTL(ctx, f.key("single", i)).Result()
+	if d := bTTL - sTTL; d > time.Second || d < -time.Second {
+		t.Errorf("%s: finish left a TTL of %s, the single-key script %s", fc.name, bTTL, sTTL)
+	}
+	if !fc.release && n == scriptDone && (bTTL < ttl-time.Minute || bTTL > ttl) {
+		t.Errorf("%s: a stored result expires in %s, want the result TTL %s", fc.name, bTTL, ttl)
 	}
 }
 
@@ -159,73 +193,23 @@ func testBatchFinishPerKeyStates(t *testing.T, b backend) {
 	g := b.guard(t, c)
 	ctx := context.Background()
 	fp := FingerprintOf([]byte("payload"))
-	theirs := encodeInProgress(token{9, 9, 9}, fp, time.Now().Add(time.Minute))
-	type step struct {
+	h := handOver{t: t, c: c, fp: fp, theirs: encodeInProgress(token{9, 9, 9}, fp, time.Now().Add(time.Minute))}
+	steps := []struct {
 		name  string
 		fail  bool
 		after func(rk string) // changes the key after the work ran
 		want  Kind
-		value func(rk string, v string, err error) string // "" when the value is right
-	}
-	gone := func(_ string, v string, err error) string {
-		if !errors.Is(err, redis.Nil) {
-			return fmt.Sprintf("want no key, got %q (%v)", v, err)
-		}
-		return ""
-	}
-	isTheirs := func(_ string, v string, err error) string {
-		if err != nil || v != string(theirs) {
-			return fmt.Sprintf("want the other owner's claim, got %q (%v)", v, err)
-		}
-		return ""
-	}
-	isResult := func(body string) func(string, string, error) string {
-		return func(_ string, v string, err error) string {
-			rec, derr := decodeRecord([]byte(v))
-			if err != nil || derr != nil || !rec.completed || string(rec.result.Body) != body {
-				return fmt.Sprintf("want our result %q, got %q (%v, %v)", body, v, err, derr)
-			}
-			return ""
-		}
-	}
-	del := func(rk string) {
-		if err := c.Del(ctx, rk).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	takeOver := func(rk string) {
-		if err := c.Set(ctx, rk, theirs, time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// completeFirst stores our result as an earlier completion would have, with our token.
-	completeFirst := func(rk string) {
-		v, err := c.Get(ctx, rk).Bytes()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec, err := decodeRecord(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done, err := encodeCompleted(rec.token, fp, time.Now().Add(time.Hour), Result{Status: 200, Body: []byte("earlier")}, maxResultSize)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Set(ctx, rk, done, time.Hour).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	steps := []step{
-		{"stored", false, nil, Executed, isResult("ok stored")},
-		{"expired", false, del, LockLost, gone},
-		{"taken over", false, takeOver, LockLost, isTheirs},
-		{"already ours", false, completeFirst, Executed, isResult("earlier")},
-		{"released", true, nil, Failed, gone},
-		{"failed, expired", true, del, Failed, gone},
-		{"failed, taken over", true, takeOver, Failed, isTheirs},
-		{"failed, already ours", true, completeFirst, Failed, isResult("earlier")},
-		{"stored too", false, nil, Executed, isResult("ok stored too")},
+		value func(v string, err error) string // "" when the value is right
+	}{
+		{"stored", false, nil, Executed, wantResult("ok stored")},
+		{"expired", false, h.expire, LockLost, wantGone},
+		{"taken over", false, h.takeOver, LockLost, h.wantTheirs},
+		{"already ours", false, h.completeFirst, Executed, wantResult("earlier")},
+		{"released", true, nil, Failed, wantGone},
+		{"failed, expired", true, h.expire, Failed, wantGone},
+		{"failed, taken over", true, h.takeOver, Failed, h.wantTheirs},
+		{"failed, already ours", true, h.completeFirst, Failed, wantResult("earlier")},
+		{"stored too", false, nil, Executed, wantResult("ok stored too")},
 	}
 	items := make([]Item, len(steps))
 	for i, s := range steps {
@@ -250,14 +234,82 @@ func testBatchFinishPerKeyStates(t *testing.T, b backend) {
 		if (errs[i] == nil) != (s.want == Executed) {
 			t.Errorf("%s: error %v", s.name, errs[i])
 		}
-		rk := items[i].Key.redisKey(b.prefix)
-		v, err := c.Get(ctx, rk).Result()
-		if msg := s.value(rk, v, err); msg != "" {
+		if msg := s.value(c.Get(ctx, items[i].Key.redisKey(b.prefix)).Result()); msg != "" {
 			t.Errorf("%s: %s", s.name, msg)
 		}
 	}
 	if !strings.Contains(fmt.Sprint(errs[6]), "another owner") {
 		t.Errorf("a failed item taken over says %v, want that another owner holds the key", errs[6])
+	}
+}
+
+// handOver changes a claimed key while its work runs, as time and other owners would.
+type handOver struct {
+	t      *testing.T
+	c      redis.UniversalClient
+	fp     Fingerprint
+	theirs []byte // another owner's claim
+}
+
+// expire deletes the key, as its claim's expiry would.
+func (h handOver) expire(rk string) {
+	if err := h.c.Del(context.Background(), rk).Err(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// takeOver gives the key to another owner.
+func (h handOver) takeOver(rk string) {
+	if err := h.c.Set(context.Background(), rk, h.theirs, time.Minute).Err(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// completeFirst stores our result as an earlier completion would have, with our token.
+func (h handOver) completeFirst(rk string) {
+	ctx := context.Background()
+	v, err := h.c.Get(ctx, rk).Bytes()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	rec, err := decodeRecord(v)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	done, err := encodeCompleted(rec.token, h.fp, time.Now().Add(time.Hour), Result{Status: 200, Body: []byte("earlier")}, maxResultSize)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.c.Set(ctx, rk, done, time.Hour).Err(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// wantTheirs says what is wrong with a key's value v (read with err) that should be the other
+// owner's claim; "" when nothing is.
+func (h handOver) wantTheirs(v string, err error) string {
+	if err != nil || v != string(h.theirs) {
+		return fmt.Sprintf("want the other owner's claim, got %q (%v)", v, err)
+	}
+	return ""
+}
+
+// wantGone says what is wrong with a key that should not exist; "" when nothing is.
+func wantGone(v string, err error) string {
+	if !errors.Is(err, redis.Nil) {
+		return fmt.Sprintf("want no key, got %q (%v)", v, err)
+	}
+	return ""
+}
+
+// wantResult is a check of a key that should hold our completed result with body.
+func wantResult(body string) func(string, error) string {
+	return func(v string, err error) string {
+		rec, derr := decodeRecord([]byte(v))
+		if err != nil || derr != nil || !rec.completed || string(rec.result.Body) != body {
+			return fmt.Sprintf("want our result %q, got %q (%v, %v)", body, v, err, derr)
+		}
+		return ""
 	}
 }
 

@@ -372,11 +372,24 @@ func TestFailOpenRunsWorkUnguardedOnlyWhenAskedTo(t *testing.T) {
 	}
 }
 
-func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
+// localCacheGuards returns a guard with a local cache of 16 results for a minute, on a clock that
+// moves only when advance is called, and another guard on the same store without a cache.
+func localCacheGuards(t *testing.T) (g, other *Guard, advance func(time.Duration)) {
+	t.Helper()
 	c := testsupport.StartMiniredis(t).NewClient()
 	now := time.Now()
-	g, _ := New(c, WithLocalCache(16, time.Minute), WithClock(func() time.Time { return now }))
-	other, _ := New(c)
+	g, err := New(c, WithLocalCache(16, time.Minute), WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other, err = New(c); err != nil {
+		t.Fatal(err)
+	}
+	return g, other, func(d time.Duration) { now = now.Add(d) }
+}
+
+func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
+	g, _, advance := localCacheGuards(t)
 	ctx := context.Background()
 	fp := FingerprintOf([]byte("p"))
 	key := Key{Scope: "s", ID: "cached"}
@@ -388,23 +401,35 @@ func TestLocalCacheReplaysCompletedResultsWithoutRoundTrip(t *testing.T) {
 	if out, err := g.Do(ctx, key, FingerprintOf([]byte("q")), okWork("x")); out.Kind != Mismatch || err == nil || out.RoundTrips != 0 {
 		t.Fatalf("mismatch from cache: %v %v", out.Kind, err)
 	}
-	// A replay observed from the store is cached too.
-	other.Do(ctx, Key{Scope: "s", ID: "elsewhere"}, fp, okWork("e"))
-	if out, _ := g.Do(ctx, Key{Scope: "s", ID: "elsewhere"}, fp, okWork("x")); out.FromLocalCache || out.Kind != Replayed {
-		t.Fatalf("first sight: %+v", out)
-	}
-	if out, _ := g.Do(ctx, Key{Scope: "s", ID: "elsewhere"}, fp, okWork("x")); !out.FromLocalCache {
-		t.Fatalf("second sight not cached: %+v", out)
-	}
 	// Past the cache TTL the store is asked again.
-	now = now.Add(2 * time.Minute)
+	advance(2 * time.Minute)
 	if out, _ := g.Do(ctx, key, fp, okWork("x")); out.FromLocalCache || out.RoundTrips != 1 || out.Kind != Replayed {
 		t.Fatalf("expired cache entry: %+v", out)
 	}
-	// In-progress records are never cached.
-	holdClaim(t, other, Key{Scope: "s", ID: "busy"}, fp)
-	g.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, okWork("x"))
-	if out, _ := g.Do(ctx, Key{Scope: "s", ID: "busy"}, fp, okWork("x")); out.Kind != InProgress || out.RoundTrips != 1 {
+}
+
+func TestLocalCacheKeepsAReplayReadFromTheStore(t *testing.T) {
+	g, other, _ := localCacheGuards(t)
+	ctx := context.Background()
+	fp := FingerprintOf([]byte("p"))
+	key := Key{Scope: "s", ID: "elsewhere"}
+	other.Do(ctx, key, fp, okWork("e"))
+	if out, _ := g.Do(ctx, key, fp, okWork("x")); out.FromLocalCache || out.Kind != Replayed {
+		t.Fatalf("first sight: %+v", out)
+	}
+	if out, _ := g.Do(ctx, key, fp, okWork("x")); !out.FromLocalCache {
+		t.Fatalf("second sight not cached: %+v", out)
+	}
+}
+
+func TestLocalCacheNeverKeepsInProgressRecords(t *testing.T) {
+	g, other, _ := localCacheGuards(t)
+	ctx := context.Background()
+	fp := FingerprintOf([]byte("p"))
+	key := Key{Scope: "s", ID: "busy"}
+	holdClaim(t, other, key, fp)
+	g.Do(ctx, key, fp, okWork("x"))
+	if out, _ := g.Do(ctx, key, fp, okWork("x")); out.Kind != InProgress || out.RoundTrips != 1 {
 		t.Fatalf("in progress: %+v", out)
 	}
 }

@@ -111,67 +111,89 @@ func appendBytes[T string | []byte](b []byte, s T) []byte {
 	return append(b, s...)
 }
 
-// decodeRecord parses a stored value. Anything this package did not write is errCorruptRecord.
+// decodeRecord parses a stored value. Anything this package did not write is errCorruptRecord,
+// with the zero record.
 func decodeRecord(b []byte) (record, error) {
 	var rec record
+	err := rec.decodeHeader(b)
+	if err == nil {
+		switch rest := b[headerSize:]; b[1] {
+		case kindInProgress:
+			err = rec.decodeClaim(rest)
+		case kindMarker:
+			err = rec.decodeMarker(rest)
+		case kindCompleted:
+			err = rec.decodeCompleted(rest)
+		default:
+			err = fmt.Errorf("%w: kind %q", errCorruptRecord, b[1])
+		}
+	}
+	if err != nil {
+		return record{}, err
+	}
+	return rec, nil
+}
+
+// decodeHeader reads the header both kinds share: version, token, fingerprint and expiry.
+func (rec *record) decodeHeader(b []byte) error {
 	if len(b) < headerSize {
-		return rec, fmt.Errorf("%w: %d bytes, want at least %d", errCorruptRecord, len(b), headerSize)
+		return fmt.Errorf("%w: %d bytes, want at least %d", errCorruptRecord, len(b), headerSize)
 	}
 	if b[0] != recordVersion {
-		return rec, fmt.Errorf("%w: version %d", errCorruptRecord, b[0])
+		return fmt.Errorf("%w: version %d", errCorruptRecord, b[0])
 	}
 	copy(rec.token[:], b[2:])
 	copy(rec.fingerprint[:], b[2+tokenSize:])
 	ms := binary.BigEndian.Uint64(b[2+tokenSize+sha256.Size:])
 	if ms > 1<<62 {
-		return rec, fmt.Errorf("%w: expiry out of range", errCorruptRecord)
+		return fmt.Errorf("%w: expiry out of range", errCorruptRecord)
 	}
 	rec.expiresAt = time.UnixMilli(int64(ms))
-	switch b[1] {
-	case kindInProgress:
-		if len(b) == headerSize {
-			return rec, nil
-		}
-		f, err := parseFence(b[headerSize:])
-		if err != nil {
-			return rec, fmt.Errorf("%w: in-progress record: %v", errCorruptRecord, err)
-		}
-		rec.fence = f
-		return rec, nil
-	case kindMarker:
-		if len(b) != headerSize {
-			return rec, fmt.Errorf("%w: %d trailing bytes after a not-replayable marker", errCorruptRecord, len(b)-headerSize)
-		}
-		rec.completed, rec.unreplayable = true, true
-		return rec, nil
-	case kindCompleted:
-		rec.completed = true
-	default:
-		return rec, fmt.Errorf("%w: kind %q", errCorruptRecord, b[1])
+	return nil
+}
+
+// decodeClaim reads what follows an in-progress header: nothing, or a fenced claim's token.
+func (rec *record) decodeClaim(rest []byte) error {
+	if len(rest) == 0 {
+		return nil
 	}
-	d := decoder{b: b[headerSize:]}
+	f, err := parseFence(rest)
+	if err != nil {
+		return fmt.Errorf("%w: in-progress record: %v", errCorruptRecord, err)
+	}
+	rec.fence = f
+	return nil
+}
+
+// decodeMarker checks that nothing follows a not-replayable marker's header.
+func (rec *record) decodeMarker(rest []byte) error {
+	if len(rest) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes after a not-replayable marker", errCorruptRecord, len(rest))
+	}
+	rec.completed, rec.unreplayable = true, true
+	return nil
+}
+
+// decodeCompleted reads what follows a completed header: the result's status, headers and body,
+// and nothing after.
+func (rec *record) decodeCompleted(rest []byte) error {
+	rec.completed = true
+	d := decoder{b: rest}
 	status := d.uvarint()
 	n := d.uvarint()
 	if d.err == nil && (status > 999 || n > uint64(len(d.b))/2) {
-		return rec, fmt.Errorf("%w: status %d or header count %d out of range", errCorruptRecord, status, n)
+		return fmt.Errorf("%w: status %d or header count %d out of range", errCorruptRecord, status, n)
 	}
 	rec.result.Status = int(status)
-	if n > 0 && d.err == nil {
-		rec.result.Headers = make(map[string]string, n)
-		for i := uint64(0); i < n && d.err == nil; i++ {
-			name := d.bytes()
-			value := d.bytes()
-			rec.result.Headers[string(name)] = string(value)
-		}
-	}
+	rec.result.Headers = d.headers(n)
 	rec.result.Body = d.bytes()
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
 	}
 	if d.err != nil {
-		return record{}, fmt.Errorf("%w: %v", errCorruptRecord, d.err)
+		return fmt.Errorf("%w: %v", errCorruptRecord, d.err)
 	}
-	return rec, nil
+	return nil
 }
 
 type decoder struct {
@@ -204,4 +226,18 @@ func (d *decoder) bytes() []byte {
 	v := d.b[:n:n]
 	d.b = d.b[n:]
 	return v
+}
+
+// headers reads n header names and values; nil when n is 0 or the decoder already failed.
+func (d *decoder) headers(n uint64) map[string]string {
+	if n == 0 || d.err != nil {
+		return nil
+	}
+	h := make(map[string]string, n)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		name := d.bytes()
+		value := d.bytes()
+		h[string(name)] = string(value)
+	}
+	return h
 }

@@ -192,35 +192,13 @@ func (m *Middleware) serve(ctx context.Context, r *Request, next func(context.Co
 	if !m.guards(r.Method) {
 		return next(ctx)
 	}
-	caller := ""
-	if m.caller != nil {
-		var ok bool
-		if caller, ok = m.caller(ctx, r); !ok {
-			return errorResponse(401, refusal.CodeUnauthenticated, "this request carries no caller identity"), nil
-		}
+	key, fp, denied, ok := m.admit(ctx, r)
+	if !ok {
+		return denied, nil
 	}
-	if len(r.Body) > m.maxBody {
-		return errorResponse(413, refusal.CodeBodyTooLarge, fmt.Sprintf("body: larger than %d bytes", m.maxBody)), nil
-	}
-	key, err := ParseKey(r.Header.Get(m.header))
-	switch {
-	case errors.Is(err, ErrMissingKey):
-		return errorResponse(400, refusal.CodeMissingKey, "the "+m.header+" header is required"), nil
-	case err != nil:
-		return errorResponse(400, refusal.CodeInvalidKey, err.Error()), nil
-	}
-	id := key
-	if m.caller != nil {
-		id = idem.JoinID(caller, key)
-	}
-	fp, err := m.fingerprint(ctx, r)
-	if err != nil {
-		return errorResponse(400, refusal.CodeInvalidRequest, err.Error()), nil
-	}
-
 	var ran response
 	var handlerErr error
-	out, err := m.guard.Do(ctx, idem.Key{Scope: m.scope, ID: id}, fp, func(ctx context.Context) (idem.Result, error) {
+	out, err := m.guard.Do(ctx, key, fp, func(ctx context.Context) (idem.Result, error) {
 		resp, err := next(ctx)
 		if err != nil {
 			handlerErr = err
@@ -235,6 +213,40 @@ func (m *Middleware) serve(ctx context.Context, r *Request, next func(context.Co
 	if m.observe != nil {
 		m.observe(ctx, out, err)
 	}
+	return answer(out, ran, handlerErr)
+}
+
+// admit reads the request's key and fingerprint, or refuses the request before any Redis
+// command (401, 413, 400): ok false with the refusal's response.
+func (m *Middleware) admit(ctx context.Context, r *Request) (key idem.Key, fp idem.Fingerprint, denied response, ok bool) {
+	caller := ""
+	if m.caller != nil {
+		if caller, ok = m.caller(ctx, r); !ok {
+			return key, fp, errorResponse(401, refusal.CodeUnauthenticated, "this request carries no caller identity"), false
+		}
+	}
+	if len(r.Body) > m.maxBody {
+		return key, fp, errorResponse(413, refusal.CodeBodyTooLarge, fmt.Sprintf("body: larger than %d bytes", m.maxBody)), false
+	}
+	id, err := ParseKey(r.Header.Get(m.header))
+	switch {
+	case errors.Is(err, ErrMissingKey):
+		return key, fp, errorResponse(400, refusal.CodeMissingKey, "the "+m.header+" header is required"), false
+	case err != nil:
+		return key, fp, errorResponse(400, refusal.CodeInvalidKey, err.Error()), false
+	}
+	if m.caller != nil {
+		id = idem.JoinID(caller, id)
+	}
+	if fp, err = m.fingerprint(ctx, r); err != nil {
+		return key, fp, errorResponse(400, refusal.CodeInvalidRequest, err.Error()), false
+	}
+	return idem.Key{Scope: m.scope, ID: id}, fp, denied, true
+}
+
+// answer is the response to a guarded request from the core's outcome, given the response
+// the handler gave here (zero when it did not run or failed) and its error.
+func answer(out idem.Outcome, ran response, handlerErr error) (response, error) {
 	switch out.Kind {
 	case idem.Executed, idem.LockLost, idem.NotStored, idem.ExecutedUnguarded:
 		return ran, nil // the handler ran: its response stands, stored or not

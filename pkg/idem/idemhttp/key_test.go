@@ -87,23 +87,35 @@ func FuzzParseKey(f *testing.F) {
 			}
 			return
 		}
-		if len(key) < 1 || len(key) > MaxKeyLength {
-			t.Fatalf("ParseKey(%q) accepted a key of %d characters", header, len(key))
-		}
-		for i := 0; i < len(key); i++ {
-			if key[i] < 0x20 || key[i] > 0x7e {
-				t.Fatalf("ParseKey(%q) accepted byte %#x", header, key[i])
-			}
-		}
-		// The quoted form always means the same key.
-		if again, err := ParseKey(quoteKey(key)); err != nil || again != key {
-			t.Fatalf("quoted form of %q parsed as %q, %v", key, again, err)
-		}
-		// So does the bare form, wherever one exists.
-		if key[0] != '"' && key[0] != ' ' && key[len(key)-1] != ' ' {
-			if again, err := ParseKey(key); err != nil || again != key {
-				t.Fatalf("bare form of %q parsed as %q, %v", key, again, err)
-			}
-		}
+		wantPrintable(t, header, key)
+		wantEveryFormSameKey(t, key)
 	})
+}
+
+// wantPrintable checks that the key ParseKey accepted from header is 1 to MaxKeyLength
+// printable ASCII characters.
+func wantPrintable(t *testing.T, header, key string) {
+	t.Helper()
+	if len(key) < 1 || len(key) > MaxKeyLength {
+		t.Fatalf("ParseKey(%q) accepted a key of %d characters", header, len(key))
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			t.Fatalf("ParseKey(%q) accepted byte %#x", header, key[i])
+		}
+	}
+}
+
+// wantEveryFormSameKey checks that key's quoted form, and its bare form wherever one exists,
+// parse as key.
+func wantEveryFormSameKey(t *testing.T, key string) {
+	t.Helper()
+	if again, err := ParseKey(quoteKey(key)); err != nil || again != key {
+		t.Fatalf("quoted form of %q parsed as %q, %v", key, again, err)
+	}
+	if key[0] != '"' && key[0] != ' ' && key[len(key)-1] != ' ' {
+		if again, err := ParseKey(key); err != nil || again != key {
+			t.Fatalf("bare form of %q parsed as %q, %v", key, again, err)
+		}
+	}
 }

@@ -337,44 +337,67 @@ func testFIFOGroupOrder(t *testing.T, s store) {
 // The works are slow enough that the other workers start.
 func testFIFODuplicateAcrossGroups(t *testing.T, s store) {
 	for _, bFails := range []bool{false, true} {
-		c := newCounter()
-		c.fail["b1"] = bFails
-		slow := func(ctx context.Context, m events.SQSMessage) (processed, error) {
-			time.Sleep(5 * time.Millisecond)
-			return c.process(ctx, m)
-		}
-		h := mustNew(t, s.guard(t), slow, idemsqs.WithConcurrency(2),
-			idemsqs.WithKey(func(m events.SQSMessage) (string, error) { return m.Body, nil }))
-		tag := fmt.Sprintf("-%s-%v", t.Name(), bFails)
-		ev := batch(msg("a1", "A", "x"+tag), msg("b1", "B", "y"+tag), msg("a2", "A", "y"+tag), msg("a3", "A", "z"+tag))
-		done := make(chan struct{})
-		var resp events.SQSEventResponse
-		var recs []idemsqs.Record[processed]
-		go func() { resp, recs = h.Run(context.Background(), ev); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the batch did not finish")
-		}
+		resp, recs, c := runDuplicateAcrossGroups(t, s, bFails)
 		runs, order := c.snapshot()
-		if !bFails {
-			if got := failed(resp); len(got) != 0 || !recs[2].Duplicate || recs[2].Kind != idem.Replayed || runs["a3"] != 1 {
-				t.Fatalf("failures %v, a2 %v (duplicate %v), runs %v; want a2 replayed from b1 and a3 run", got, recs[2].Kind, recs[2].Duplicate, runs)
-			}
-			if slices.Index(order, "a3") < slices.Index(order, "b1") {
-				t.Fatalf("order %v: a3 ran before b1, which a2 waits for", order)
-			}
-			continue
+		if bFails {
+			wantGroupHeldBack(t, resp, recs, runs, order)
+		} else {
+			wantGroupGoesOn(t, resp, recs, runs, order)
 		}
-		if got := failed(resp); fmt.Sprint(got) != "[a2 a3 b1]" {
-			t.Fatalf("failures %v, want [a2 a3 b1]", got)
-		}
-		if !recs[2].Duplicate || recs[2].Kind != idem.Failed || !errors.Is(recs[3].Err, idemsqs.ErrSkipped) {
-			t.Fatalf("a2 %v (duplicate %v), a3 %v; want a2 failed as a duplicate of b1, a3 skipped", recs[2].Kind, recs[2].Duplicate, recs[3].Err)
-		}
-		if runs["a1"] != 1 || slices.Contains(order, "a2") || slices.Contains(order, "a3") {
-			t.Fatalf("ran %v (runs %v), want a1 and b1 only", order, runs)
-		}
+	}
+}
+
+// runDuplicateAcrossGroups runs a1, b1, a2 and a3 of groups A and B, two at a time, a2 carrying
+// b1's key in its body, b1 failing when bFails says so. It returns the batch's response and
+// records, and the counter of the works that ran.
+func runDuplicateAcrossGroups(t *testing.T, s store, bFails bool) (events.SQSEventResponse, []idemsqs.Record[processed], *counter) {
+	t.Helper()
+	c := newCounter()
+	c.fail["b1"] = bFails
+	slow := func(ctx context.Context, m events.SQSMessage) (processed, error) {
+		time.Sleep(5 * time.Millisecond)
+		return c.process(ctx, m)
+	}
+	h := mustNew(t, s.guard(t), slow, idemsqs.WithConcurrency(2),
+		idemsqs.WithKey(func(m events.SQSMessage) (string, error) { return m.Body, nil }))
+	tag := fmt.Sprintf("-%s-%v", t.Name(), bFails)
+	ev := batch(msg("a1", "A", "x"+tag), msg("b1", "B", "y"+tag), msg("a2", "A", "y"+tag), msg("a3", "A", "z"+tag))
+	done := make(chan struct{})
+	var resp events.SQSEventResponse
+	var recs []idemsqs.Record[processed]
+	go func() { resp, recs = h.Run(context.Background(), ev); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batch did not finish")
+	}
+	return resp, recs, c
+}
+
+// wantGroupGoesOn checks the batch of runDuplicateAcrossGroups after b1 succeeded: a2 is replayed
+// from it, and a3 runs after it.
+func wantGroupGoesOn(t *testing.T, resp events.SQSEventResponse, recs []idemsqs.Record[processed], runs map[string]int, order []string) {
+	t.Helper()
+	if got := failed(resp); len(got) != 0 || !recs[2].Duplicate || recs[2].Kind != idem.Replayed || runs["a3"] != 1 {
+		t.Fatalf("failures %v, a2 %v (duplicate %v), runs %v; want a2 replayed from b1 and a3 run", got, recs[2].Kind, recs[2].Duplicate, runs)
+	}
+	if slices.Index(order, "a3") < slices.Index(order, "b1") {
+		t.Fatalf("order %v: a3 ran before b1, which a2 waits for", order)
+	}
+}
+
+// wantGroupHeldBack checks the batch of runDuplicateAcrossGroups after b1 failed: a2 fails as its
+// duplicate, and a3 is skipped.
+func wantGroupHeldBack(t *testing.T, resp events.SQSEventResponse, recs []idemsqs.Record[processed], runs map[string]int, order []string) {
+	t.Helper()
+	if got := failed(resp); fmt.Sprint(got) != "[a2 a3 b1]" {
+		t.Fatalf("failures %v, want [a2 a3 b1]", got)
+	}
+	if !recs[2].Duplicate || recs[2].Kind != idem.Failed || !errors.Is(recs[3].Err, idemsqs.ErrSkipped) {
+		t.Fatalf("a2 %v (duplicate %v), a3 %v; want a2 failed as a duplicate of b1, a3 skipped", recs[2].Kind, recs[2].Duplicate, recs[3].Err)
+	}
+	if runs["a1"] != 1 || slices.Contains(order, "a2") || slices.Contains(order, "a3") {
+		t.Fatalf("ran %v (runs %v), want a1 and b1 only", order, runs)
 	}
 }
 
