@@ -15,9 +15,9 @@ import (
 	"github.com/idemlambda/idem/internal/devapi"
 	"github.com/idemlambda/idem/internal/devapi/devapitest"
 	"github.com/idemlambda/idem/internal/samples"
-	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/internal/testsupport"
+	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 func start(t *testing.T, env map[string]string) (*devapi.API, string) {
@@ -47,11 +47,11 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 		t.Fatalf("REDIS_URL set, yet %s", api.RedisDescription())
 	}
 	stripe, ok := api.Function("WebhookStripeFunction")
-	if !ok || stripe.Provider() != "stripe" || stripe.LocalEnv["WEBHOOK_SECRET"] != devapi.DevSecret("stripe") {
+	if !ok || stripe.Provider() != "stripe" || stripe.LocalEnv["WEBHOOK_SECRET"] != webhook.DevSecret("stripe") {
 		t.Fatalf("stripe function %+v", stripe)
 	}
 
-	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_devapi_1"); status != 200 {
+	if status := deliver(t, base, "stripe", webhook.DevSecret("stripe"), "evt_devapi_1"); status != 200 {
 		t.Fatalf("delivery signed with the development secret: %d", status)
 	}
 	// The delivery's record, and the consumer's once the in-process queue handed it the event.
@@ -139,9 +139,9 @@ func TestExtraSecretsAreAcceptedBesidesTheDevelopmentSecret(t *testing.T) {
 		Secrets: map[string][]string{"stripe": {"whsec_from_stripe_listen"}},
 	})
 	for secret, want := range map[string]int{
-		"whsec_from_stripe_listen": 200,
-		devapi.DevSecret("stripe"): 200,
-		"whsec_other":              401,
+		"whsec_from_stripe_listen":  200,
+		webhook.DevSecret("stripe"): 200,
+		"whsec_other":               401,
 	} {
 		if got := deliver(t, base, "stripe", secret, "evt_"+strings.TrimPrefix(secret, "whsec_")); got != want {
 			t.Errorf("signed with %s: %d, want %d", secret, got, want)
@@ -162,7 +162,7 @@ func TestExtraSecretsAreAcceptedBesidesTheDevelopmentSecret(t *testing.T) {
 func TestFirstDeliveryOnAFreshEmbeddedRedisCostsTwoRoundTrips(t *testing.T) {
 	var logs testsupport.Buffer
 	_, base := startWith(t, devapi.Config{Getenv: func(string) string { return "" }, LogOutput: &logs})
-	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_fresh_1"); status != 200 {
+	if status := deliver(t, base, "stripe", webhook.DevSecret("stripe"), "evt_fresh_1"); status != 200 {
 		t.Fatalf("first delivery: %d", status)
 	}
 	var line map[string]any
@@ -189,8 +189,8 @@ func TestARedisSettingWithoutRedisURLFailsStartWithTheVariable(t *testing.T) {
 
 func TestWebhookProvidersParameterChoosesTheWebhookRoutes(t *testing.T) {
 	api, base := startWith(t, devapi.Config{
-		Getenv:     func(string) string { return "" },
-		Parameters: map[string]string{devapi.ProvidersParameter: "Slack,Github"},
+		Getenv:    func(string) string { return "" },
+		Providers: "Slack,Github",
 	})
 	if got := api.Providers(); !slices.Equal(got, []string{"github", "slack"}) {
 		t.Fatalf("providers %v, want github and slack", got)
@@ -198,51 +198,16 @@ func TestWebhookProvidersParameterChoosesTheWebhookRoutes(t *testing.T) {
 	if _, ok := api.Function("WebhookGithubFunction"); !ok {
 		t.Error("no WebhookGithubFunction")
 	}
-	if got := deliver(t, base, "github", devapi.DevSecret("github"), "delivery-chosen-1"); got != 200 {
+	if got := deliver(t, base, "github", webhook.DevSecret("github"), "delivery-chosen-1"); got != 200 {
 		t.Errorf("github delivery: %d, want 200", got)
 	}
-	if got := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_not_chosen"); got != 404 {
+	if got := deliver(t, base, "stripe", webhook.DevSecret("stripe"), "evt_not_chosen"); got != 404 {
 		t.Errorf("stripe, not chosen: %d, want 404", got)
 	}
 	// By default, the template's default providers.
 	def, _ := start(t, nil)
 	if got := def.Providers(); !slices.Equal(got, []string{"github", "shopify", "slack", "standard", "stripe"}) {
 		t.Errorf("default providers %v", got)
-	}
-}
-
-func TestAllProvidersIsEveryProviderTheTemplateCanDeploy(t *testing.T) {
-	params, err := devapi.ResolveParameters("../../template.yaml", map[string]string{devapi.ProvidersParameter: devapi.AllProviders, "LogLevel": "debug"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := strings.Split(params[devapi.ProvidersParameter], ",")
-	if len(keys) < 20 || !slices.Contains(keys, "Stripe") || !slices.Contains(keys, "CoinbaseCommerce") || params["LogLevel"] != "debug" {
-		t.Errorf("resolved parameters %v", params)
-	}
-	tpl, err := samtemplate.LoadWithParameters("../../template.yaml", params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webhooks := 0
-	for _, f := range tpl.Functions {
-		if f.Code == samtemplate.Webhook {
-			webhooks++
-		}
-	}
-	if webhooks != len(keys) {
-		t.Errorf("%d webhook functions for %d providers", webhooks, len(keys))
-	}
-	// A list of keys is kept as given; a name that is no key is refused with the keys.
-	same, err := devapi.ResolveParameters("../../template.yaml", map[string]string{devapi.ProvidersParameter: "Stripe, Twilio"})
-	if err != nil || same[devapi.ProvidersParameter] != "Stripe, Twilio" {
-		t.Errorf("ResolveParameters(Stripe, Twilio) = %v, %v", same, err)
-	}
-	for _, bad := range []string{"stripe", "Stripe,Bogus", ""} {
-		_, err := devapi.ResolveParameters("../../template.yaml", map[string]string{devapi.ProvidersParameter: bad})
-		if !errors.Is(err, devapi.ErrUnknownProvider) || !strings.Contains(err.Error(), "CoinbaseCommerce") {
-			t.Errorf("ResolveParameters(%q): %v, want ErrUnknownProvider naming the keys", bad, err)
-		}
 	}
 }
 

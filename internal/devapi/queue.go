@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -50,10 +51,6 @@ type localQueue struct {
 	wg      sync.WaitGroup
 }
 
-func newLocalQueue(h *consumerhandler.Handler, timeout time.Duration, log io.Writer) *localQueue {
-	return &localQueue{consume: h.HandleSQS, timeout: timeout, log: log, counts: map[string]int{}}
-}
-
 // SendMessage queues the message; it is delivered after the next release.
 func (q *localQueue) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	q.mu.Lock()
@@ -67,27 +64,32 @@ func (q *localQueue) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ 
 	return &sqs.SendMessageOutput{MessageId: &id}, nil
 }
 
-// release delivers every pending message to the consumer, in batches, in the background.
-func (q *localQueue) release() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed || len(q.pending) == 0 {
+// release delivers every pending message to the consumer, in batches, in the background. A
+// nil queue (a template without consumer) has nothing to deliver.
+func (q *localQueue) release(again ...events.SQSMessage) {
+	if q == nil {
 		return
 	}
-	msgs := q.pending
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	msgs := append(q.pending, again...)
+	if q.closed || len(msgs) == 0 {
+		return
+	}
 	q.pending = nil
 	for i := range msgs {
 		q.counts[msgs[i].MessageId]++
 		msgs[i].Attributes["ApproximateReceiveCount"] = strconv.Itoa(q.counts[msgs[i].MessageId])
 	}
 	q.wg.Go(func() {
-		for start := 0; start < len(msgs); start += localBatchSize {
-			q.deliver(msgs[start:min(start+localBatchSize, len(msgs))])
+		for batch := range slices.Chunk(msgs, localBatchSize) {
+			q.deliver(batch)
 		}
 	})
 }
 
-// deliver invokes the consumer with one batch and queues its failed records again.
+// deliver invokes the consumer with one batch and queues its failed records again, or drops
+// those delivered localMaxReceives times.
 func (q *localQueue) deliver(batch []events.SQSMessage) {
 	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 	defer cancel()
@@ -97,38 +99,22 @@ func (q *localQueue) deliver(batch []events.SQSMessage) {
 		failed[f.ItemIdentifier] = true
 	}
 	var again []events.SQSMessage
+	q.mu.Lock()
 	for _, m := range batch {
 		switch {
 		case err == nil && !failed[m.MessageId]:
-			q.forget(m.MessageId)
-		case q.receives(m.MessageId) >= localMaxReceives:
+			delete(q.counts, m.MessageId)
+		case q.counts[m.MessageId] >= localMaxReceives:
 			fmt.Fprintf(q.log, "local queue: message %s failed %d deliveries; dropped (in AWS: the dead-letter queue)\n", m.MessageId, localMaxReceives)
-			q.forget(m.MessageId)
+			delete(q.counts, m.MessageId)
 		default:
 			again = append(again, m)
 		}
 	}
-	if len(again) == 0 {
-		return
+	q.mu.Unlock()
+	if len(again) > 0 {
+		time.AfterFunc(localRedeliveryDelay, func() { q.release(again...) })
 	}
-	time.AfterFunc(localRedeliveryDelay, func() {
-		q.mu.Lock()
-		q.pending = append(q.pending, again...)
-		q.mu.Unlock()
-		q.release()
-	})
-}
-
-func (q *localQueue) receives(id string) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.counts[id]
-}
-
-func (q *localQueue) forget(id string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.counts, id)
 }
 
 // Close delivers nothing more and waits for the deliveries under way.

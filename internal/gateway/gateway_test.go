@@ -58,12 +58,12 @@ func echo(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatew
 }
 
 func route(fn, method, path string) samtemplate.Route {
-	return samtemplate.Route{Function: fn, Method: method, Path: path, API: "HttpApi", Event: "E"}
+	return samtemplate.Route{Function: fn, Method: method, Path: path}
 }
 
 func start(t *testing.T, routes []samtemplate.Route, fns ...gateway.Function) string {
 	t.Helper()
-	g, err := gateway.New(routes, fns, gateway.WithLog(io.Discard))
+	g, err := gateway.New(routes, fns, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,39 +299,45 @@ func TestMostSpecificRouteWins(t *testing.T) {
 		route("Literal", "GET", "/items/special"),
 		route("Param", "GET", "/items/{id}"),
 		route("Greedy", "GET", "/items/{proxy+}"),
-		route("Any", "ANY", "/items/{id}"),
+		route("Any", "ANY", "/things/{id}"),
 		route("Default", "ANY", "$default"),
-	}, fns, gateway.WithLog(io.Discard))
+	}, fns, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
 	for _, tc := range []struct{ method, path, want string }{
 		{"GET", "/items/special", "Literal"},
 		{"GET", "/items/42", "Param"},
-		{"POST", "/items/42", "Any"},
+		{"DELETE", "/things/42", "Any"},
 		{"GET", "/items/a/b", "Greedy"},
 		{"GET", "/other", "Default"},
 	} {
-		r, params, ok := g.Match(tc.method, tc.path)
-		if !ok || r.Function != tc.want {
-			t.Errorf("%s %s: matched %q (%v), want %s", tc.method, tc.path, r.Function, params, tc.want)
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		if _, body := testsupport.RoundTrip(t, req); string(body) != tc.want {
+			t.Errorf("%s %s: served by %q, want %s", tc.method, tc.path, body, tc.want)
 		}
-		if tc.want == "Greedy" && params["proxy"] != "a/b" {
-			t.Errorf("greedy parameter %v", params)
-		}
+	}
+	if params, ok := gateway.PathParameters(route("Greedy", "GET", "/items/{proxy+}"), "/items/a/b%2Fc"); !ok || params["proxy"] != "a/b/c" {
+		t.Errorf("greedy parameter %v, %v", params, ok)
 	}
 }
 
-func TestNewRefusesARouteWithoutItsFunction(t *testing.T) {
-	if _, err := gateway.New([]samtemplate.Route{route("Missing", "GET", "/x")}, nil); err == nil {
+func TestNewRefusesARouteWithoutItsFunctionOrServedTwice(t *testing.T) {
+	if _, err := gateway.New([]samtemplate.Route{route("Missing", "GET", "/x")}, nil, io.Discard); err == nil {
 		t.Fatal("New accepted a route whose function is not given")
+	}
+	fn := gateway.Function{Name: "Fn", Timeout: time.Second, Handler: ok}
+	if _, err := gateway.New([]samtemplate.Route{route("Fn", "GET", "/x"), route("Fn", "GET", "/x")}, []gateway.Function{fn}, io.Discard); err == nil {
+		t.Fatal("New accepted two routes for the same requests")
 	}
 }
 
 func TestAccessLineIsBoundedWhateverTheURL(t *testing.T) {
 	var log testsupport.Buffer
 	g, err := gateway.New([]samtemplate.Route{route("Fn", "POST", "/webhooks/stripe")},
-		[]gateway.Function{{Name: "Fn", Timeout: time.Second, Handler: ok}}, gateway.WithLog(&log))
+		[]gateway.Function{{Name: "Fn", Timeout: time.Second, Handler: ok}}, &log)
 	if err != nil {
 		t.Fatal(err)
 	}

