@@ -4,27 +4,26 @@
 // local API, the sample events and the Lambda-runtime tests take their routes and settings from
 // here, so none of them can drift from template.yaml.
 //
-// It reads what template.yaml uses, no more. goformation turns the YAML's short-form intrinsics
-// into their long form; then the AWS::LanguageExtensions transform is applied as CloudFormation
-// applies it before SAM reads the template (ApplyLanguageExtensions: the Fn::ForEach loops that
-// write one webhook function per provider, and Fn::FindInMap). An environment value is static
-// when it is a literal or a Ref to a parameter; any other (Fn::If, Fn::Sub, a Ref to a resource)
-// is known only after a deploy, and left out.
+// It reads what template.yaml uses, no more, with gopkg.in/yaml.v3: resources written out or by
+// Fn::ForEach loops (as the AWS::LanguageExtensions transform expands them before SAM reads the
+// template: over a list or a CommaDelimitedList parameter, ${Identifier} and Ref Identifier
+// replaced by the value), and the short-form intrinsics !Ref and !FindInMap. A value is static
+// when it is a literal, a !Ref to a parameter or a loop's identifier, or a !FindInMap of static
+// values; any other (!If, !Sub, a !Ref to a resource) is known only after a deploy, and left out
+// of the environment.
 package samtemplate
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/awslabs/goformation/v7/intrinsics"
+	"gopkg.in/yaml.v3"
 )
 
 // The template's choice of webhook providers: a deploy creates one function per key listed in
@@ -144,7 +143,8 @@ func Load(path string) (*Template, error) { return LoadProviders(path, "") }
 
 // LoadProviders reads the SAM template at path as deployed with ProvidersParameter set to
 // providers (keys of ProvidersMapping, comma-separated), every other parameter at its default.
-// An empty providers keeps the parameter's default; AllProviders is every key of the mapping.
+// An empty providers keeps the parameter's default; AllProviders is every key of the mapping;
+// another name is an error wrapping ErrUnknownProvider, which names the keys.
 func LoadProviders(path, providers string) (*Template, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -158,139 +158,219 @@ func LoadProviders(path, providers string) (*Template, error) {
 	return t, nil
 }
 
-// Parse parses a SAM template held in data (YAML or JSON) as LoadProviders does.
+// document is what is read of a template.
+type document struct {
+	Parameters map[string]struct {
+		Type    string    `yaml:"Type"`
+		Default yaml.Node `yaml:"Default"`
+	} `yaml:"Parameters"`
+	Mappings map[string]map[string]map[string]yaml.Node `yaml:"Mappings"`
+	Globals  struct {
+		Function properties `yaml:"Function"`
+	} `yaml:"Globals"`
+	Resources yaml.Node `yaml:"Resources"`
+
+	params map[string]string // the parameters given
+}
+
+// properties are what is read of a function's Properties, or of Globals' Function section.
+type properties struct {
+	Timeout     *float64 `yaml:"Timeout"`
+	MemorySize  *int     `yaml:"MemorySize"`
+	Environment struct {
+		Variables map[string]yaml.Node `yaml:"Variables"`
+	} `yaml:"Environment"`
+	Events map[string]struct {
+		Type       string `yaml:"Type"`
+		Properties struct {
+			Method               yaml.Node `yaml:"Method"`
+			Path                 yaml.Node `yaml:"Path"`
+			PayloadFormatVersion string    `yaml:"PayloadFormatVersion"`
+		} `yaml:"Properties"`
+	} `yaml:"Events"`
+}
+
+// Parse parses a SAM template held in data as LoadProviders does.
 func Parse(data []byte, providers string) (*Template, error) {
-	js, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
-	if err != nil {
-		return nil, fmt.Errorf("samtemplate: parse: %w", err)
+	var doc document
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTemplate, err)
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(js, &doc); err != nil {
-		return nil, fmt.Errorf("samtemplate: parse: %w", err)
-	}
-	params := map[string]string{}
+	doc.params = map[string]string{}
 	if providers != "" {
-		if params[ProvidersParameter], err = resolveProviders(doc, providers); err != nil {
-			return nil, err
+		keys := slices.Sorted(maps.Keys(doc.Mappings[ProvidersMapping]))
+		if strings.TrimSpace(providers) == AllProviders {
+			providers = strings.Join(keys, ",")
 		}
+		for k := range strings.SplitSeq(providers, ",") {
+			if !slices.Contains(keys, strings.TrimSpace(k)) {
+				return nil, fmt.Errorf("%w %q in %s (one of %s, or %s)", ErrUnknownProvider, strings.TrimSpace(k), ProvidersParameter, strings.Join(keys, ", "), AllProviders)
+			}
+		}
+		doc.params[ProvidersParameter] = providers
 	}
-	if err := ApplyLanguageExtensions(doc, params); err != nil {
+	t := &Template{}
+	if err := doc.resources(t, &doc.Resources, nil); err != nil {
 		return nil, err
 	}
-	return functions(doc, params)
+	slices.SortFunc(t.Functions, func(a, b Function) int { return cmp.Compare(a.LogicalID, b.LogicalID) })
+	return t, nil
 }
 
-// resolveProviders returns providers as the template's ProvidersParameter takes them, AllProviders
-// replaced by every key of ProvidersMapping.
-func resolveProviders(doc map[string]any, providers string) (string, error) {
-	keys := slices.Sorted(maps.Keys(asMap(asMap(doc["Mappings"])[ProvidersMapping])))
-	if strings.TrimSpace(providers) == AllProviders {
-		return strings.Join(keys, ","), nil
-	}
-	for k := range strings.SplitSeq(providers, ",") {
-		if !slices.Contains(keys, strings.TrimSpace(k)) {
-			return "", fmt.Errorf("%w %q in %s (one of %s, or %s)", ErrUnknownProvider, strings.TrimSpace(k), ProvidersParameter, strings.Join(keys, ", "), AllProviders)
-		}
-	}
-	return providers, nil
-}
-
-// functions returns the template of doc, whose loops are expanded.
-func functions(doc map[string]any, params map[string]string) (*Template, error) {
-	globals := asMap(asMap(doc["Globals"])["Function"])
-	resources := asMap(doc["Resources"])
-	out := &Template{}
-	for _, id := range slices.Sorted(maps.Keys(resources)) {
-		if asMap(resources[id])["Type"] != "AWS::Serverless::Function" {
+// resources adds to t the functions of the mapping node m, a section of resources, in which
+// the loop variables of scope have their values.
+func (doc *document) resources(t *Template, m *yaml.Node, scope map[string]string) error {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		id, r := substitute(m.Content[i].Value, scope), m.Content[i+1]
+		if !strings.HasPrefix(id, "Fn::ForEach::") {
+			if err := doc.function(t, id, r, scope); err != nil {
+				return err
+			}
 			continue
 		}
-		props := asMap(asMap(resources[id])["Properties"])
-		f := Function{LogicalID: id, Env: map[string]string{}, Timeout: DefaultTimeout, MemorySize: 128}
-		for _, p := range []map[string]any{globals, props} {
-			for k, v := range asMap(asMap(p["Environment"])["Variables"]) {
-				if s := static(v, doc, params); s != "" {
-					f.Env[k] = s
-				} else {
-					delete(f.Env, k)
-				}
+		if len(r.Content) != 3 || r.Content[2].Kind != yaml.MappingNode {
+			return fmt.Errorf("%w: %s must be [Identifier, Collection, {OutputKey: OutputValue}]", ErrTemplate, id)
+		}
+		values := r.Content[1].Content // a list
+		if r.Content[1].Tag == "!Ref" {
+			list, err := doc.value(r.Content[1], scope)
+			if err != nil || doc.Parameters[r.Content[1].Value].Type != "CommaDelimitedList" {
+				return fmt.Errorf("%w: %s: the collection is no CommaDelimitedList parameter", ErrTemplate, id)
 			}
-			if s, ok := p["Timeout"].(float64); ok {
-				f.Timeout = time.Duration(s * float64(time.Second))
-			}
-			if mb, ok := p["MemorySize"].(float64); ok {
-				f.MemorySize = int(mb)
+			values = nil
+			for v := range strings.SplitSeq(list, ",") {
+				values = append(values, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: strings.TrimSpace(v)})
 			}
 		}
-		switch {
-		case f.Env["WEBHOOK_PROVIDER"] != "":
-			f.Code = Webhook
-		case f.Env["PAYMENTS_LEDGER"] != "":
-			f.Code = Payments
-		case f.Env["CONSUMER_CONCURRENCY"] != "":
-			f.Code = Consumer
-		default:
-			return nil, fmt.Errorf("%w: function %s: no WEBHOOK_PROVIDER, PAYMENTS_LEDGER or CONSUMER_CONCURRENCY in its environment, so which program it runs is unknown", ErrTemplate, id)
+		for _, v := range values {
+			inner := maps.Clone(scope)
+			if inner == nil {
+				inner = map[string]string{}
+			}
+			var err error
+			if inner[r.Content[0].Value], err = doc.value(v, scope); err != nil {
+				return fmt.Errorf("%s: %w", id, err)
+			}
+			if err := doc.resources(t, r.Content[2], inner); err != nil {
+				return fmt.Errorf("%s (%s=%s): %w", id, r.Content[0].Value, inner[r.Content[0].Value], err)
+			}
 		}
-		var err error
-		if f.Routes, err = routes(id, asMap(props["Events"])); err != nil {
-			return nil, err
-		}
-		out.Functions = append(out.Functions, f)
 	}
-	return out, nil
+	return nil
 }
 
-// routes returns the HttpApi events of function id as routes, sorted by route key.
-func routes(id string, evs map[string]any) ([]Route, error) {
-	var out []Route
-	for _, name := range slices.Sorted(maps.Keys(evs)) {
-		ev := asMap(evs[name])
-		switch ev["Type"] {
+// function adds the resource r called id to t if it is an AWS::Serverless::Function.
+func (doc *document) function(t *Template, id string, r *yaml.Node, scope map[string]string) error {
+	var res struct {
+		Type       string     `yaml:"Type"`
+		Properties properties `yaml:"Properties"`
+	}
+	if err := r.Decode(&res); err != nil || res.Type != "AWS::Serverless::Function" {
+		return nil // another resource: nothing of it is read
+	}
+	if _, dup := t.Function(id); dup {
+		return fmt.Errorf("%w: function %s is written twice", ErrTemplate, id)
+	}
+	f := Function{LogicalID: id, Env: map[string]string{}, Timeout: DefaultTimeout, MemorySize: 128}
+	for _, p := range []properties{doc.Globals.Function, res.Properties} {
+		for k, v := range p.Environment.Variables {
+			s, err := doc.value(&v, scope)
+			if err != nil {
+				return fmt.Errorf("function %s: %s: %w", id, k, err)
+			}
+			f.Env[k] = s
+			if s == "" { // unset, or known only after a deploy
+				delete(f.Env, k)
+			}
+		}
+		if p.Timeout != nil {
+			f.Timeout = time.Duration(*p.Timeout * float64(time.Second))
+		}
+		f.MemorySize = cmp.Or(deref(p.MemorySize), f.MemorySize)
+	}
+	switch {
+	case f.Env["WEBHOOK_PROVIDER"] != "":
+		f.Code = Webhook
+	case f.Env["PAYMENTS_LEDGER"] != "":
+		f.Code = Payments
+	case f.Env["CONSUMER_CONCURRENCY"] != "":
+		f.Code = Consumer
+	default:
+		return fmt.Errorf("%w: function %s: no WEBHOOK_PROVIDER, PAYMENTS_LEDGER or CONSUMER_CONCURRENCY in its environment, so which program it runs is unknown", ErrTemplate, id)
+	}
+	for _, name := range slices.Sorted(maps.Keys(res.Properties.Events)) {
+		ev := res.Properties.Events[name]
+		switch ev.Type {
 		case "HttpApi":
 		case "Api":
 			// A REST API event would need payload v1.0, which nothing here builds: refuse it
 			// rather than serve a template that is not what gets deployed.
-			return nil, fmt.Errorf("%w: function %s event %s: REST API (Type: Api) events are not supported", ErrTemplate, id, name)
+			return fmt.Errorf("%w: function %s event %s: REST API (Type: Api) events are not supported", ErrTemplate, id, name)
 		default:
 			continue // not an HTTP route (SQS, Schedule, ...)
 		}
-		p := asMap(ev["Properties"])
-		method, _ := cmp.Or(p["Method"], any("ANY")).(string)
-		path, _ := cmp.Or(p["Path"], any("$default")).(string)
-		if v, ok := p["PayloadFormatVersion"]; ok && v != "2.0" {
-			return nil, fmt.Errorf("%w: function %s event %s: PayloadFormatVersion %v (only 2.0 is served)", ErrTemplate, id, name, v)
+		method, err1 := doc.value(&ev.Properties.Method, scope)
+		path, err2 := doc.value(&ev.Properties.Path, scope)
+		r := Route{Method: strings.ToUpper(cmp.Or(method, "ANY")), Path: cmp.Or(path, "$default"), Function: id}
+		switch {
+		case err1 != nil || err2 != nil:
+			return fmt.Errorf("function %s event %s: %w", id, name, cmp.Or(err1, err2))
+		case cmp.Or(ev.Properties.PayloadFormatVersion, "2.0") != "2.0":
+			return fmt.Errorf("%w: function %s event %s: PayloadFormatVersion %s (only 2.0 is served)", ErrTemplate, id, name, ev.Properties.PayloadFormatVersion)
+		case r.Path != "$default" && !strings.HasPrefix(r.Path, "/"):
+			return fmt.Errorf("%w: function %s event %s: path %q does not start with /", ErrTemplate, id, name, r.Path)
 		}
-		if method == "" || path != "$default" && !strings.HasPrefix(path, "/") {
-			return nil, fmt.Errorf("%w: function %s event %s: method %v, path %v: want a method and a path that starts with /", ErrTemplate, id, name, p["Method"], p["Path"])
-		}
-		out = append(out, Route{Method: strings.ToUpper(method), Path: path, Function: id})
+		f.Routes = append(f.Routes, r)
 	}
-	slices.SortFunc(out, func(a, b Route) int { return cmp.Compare(a.Key(), b.Key()) })
-	return out, nil
+	slices.SortFunc(f.Routes, func(a, b Route) int { return cmp.Compare(a.Key(), b.Key()) })
+	t.Functions = append(t.Functions, f)
+	return nil
 }
 
-// static returns an environment value as deployed: a literal, or the value of the parameter a
-// Ref names (given, else its Default); "" for anything else, which only a deploy knows.
-func static(v any, doc map[string]any, params map[string]string) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case bool:
-		return strconv.FormatBool(v)
-	case map[string]any:
-		name, ok := v["Ref"].(string)
-		p, isParam := asMap(doc["Parameters"])[name].(map[string]any)
-		if !ok || len(v) != 1 || !isParam {
-			return ""
+// value returns the static value of n (see the package documentation), or "" when n is absent
+// or known only after a deploy.
+func (doc *document) value(n *yaml.Node, scope map[string]string) (string, error) {
+	switch n.Tag {
+	case "!!str", "!!int", "!!float", "!!bool":
+		return substitute(n.Value, scope), nil
+	case "!Ref":
+		p, isParam := doc.Parameters[n.Value]
+		if v, ok := scope[n.Value]; ok || !isParam {
+			return v, nil
 		}
-		if given, ok := params[name]; ok {
-			return given
+		if v, ok := doc.params[n.Value]; ok {
+			return v, nil
 		}
-		return static(p["Default"], doc, params)
+		return doc.value(&p.Default, nil)
+	case "!FindInMap":
+		var keys [3]string
+		for i := range keys {
+			if len(n.Content) != 3 {
+				return "", fmt.Errorf("%w: !FindInMap takes 3 arguments", ErrTemplate)
+			}
+			keys[i], _ = doc.value(n.Content[i], scope)
+		}
+		v, ok := doc.Mappings[keys[0]][keys[1]][keys[2]]
+		if !ok {
+			return "", fmt.Errorf("%w: !FindInMap %q: no such key in the template's Mappings", ErrTemplate, keys)
+		}
+		return doc.value(&v, nil)
 	}
-	return ""
+	return "", nil
 }
 
-func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
+// substitute replaces each loop identifier of scope written ${Identifier} in s by its value.
+func substitute(s string, scope map[string]string) string {
+	for id, v := range scope {
+		s = strings.ReplaceAll(s, "${"+id+"}", v)
+	}
+	return s
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}

@@ -1,16 +1,24 @@
-package samtemplate
+package deploytest
+
+// The AWS::LanguageExtensions transform as far as these checks of the deployed template need it:
+// every loop of every section, Fn::FindInMap resolved. The local tools read the functions with
+// less (internal/samtemplate).
 
 import (
+	"errors"
 	"fmt"
-	"maps"
+	stdmaps "maps"
 	"slices"
 	"strings"
 )
 
+// errTemplate is wrapped by every error about what the template holds.
+var errTemplate = errors.New("unsupported template")
+
 // forEachPrefix starts the key of every loop: Fn::ForEach::<LoopLogicalName>.
 const forEachPrefix = "Fn::ForEach::"
 
-// ApplyLanguageExtensions does to doc (a template as JSON values, intrinsic functions in their
+// applyLanguageExtensions does to doc (a template as JSON values, intrinsic functions in their
 // long form) what the AWS::LanguageExtensions transform does before SAM reads it, as far as
 // template.yaml needs: it expands every Fn::ForEach of the Conditions, Resources and Outputs
 // sections, and resolves every Fn::FindInMap whose arguments are then literal strings.
@@ -19,8 +27,8 @@ const forEachPrefix = "Fn::ForEach::"
 // strings or a Ref to a CommaDelimitedList parameter, whose value comes from params, else its
 // Default, each member trimmed of spaces. ${Identifier} in keys and strings becomes the value,
 // and a Ref to the identifier the value itself. Loops may nest. A key written twice, a malformed
-// loop and a Fn::FindInMap of a key its mapping lacks are errors wrapping ErrTemplate.
-func ApplyLanguageExtensions(doc map[string]any, params map[string]string) error {
+// loop and a Fn::FindInMap of a key its mapping lacks are errors wrapping errTemplate.
+func applyLanguageExtensions(doc map[string]any, params map[string]string) error {
 	x := expander{params: params, parameters: asMap(doc["Parameters"]), mappings: asMap(doc["Mappings"])}
 	for _, section := range []string{"Conditions", "Resources", "Outputs"} {
 		if m, ok := doc[section].(map[string]any); ok {
@@ -63,7 +71,7 @@ func (x expander) expand(v any, scope map[string]string) (any, error) {
 		}
 		out := map[string]any{}
 		// Sorted, so that the error for a template with several faults is always the same.
-		for _, k := range slices.Sorted(maps.Keys(v)) {
+		for _, k := range slices.Sorted(stdmaps.Keys(v)) {
 			if err := x.entry(out, k, v[k], scope); err != nil {
 				return nil, err
 			}
@@ -77,7 +85,7 @@ func (x expander) expand(v any, scope map[string]string) (any, error) {
 func (x expander) entry(out map[string]any, k string, v any, scope map[string]string) error {
 	put := func(k string, v any) error {
 		if _, dup := out[k]; dup {
-			return fmt.Errorf("%w: key %s is written twice (by two loops, or a loop and another entry)", ErrTemplate, k)
+			return fmt.Errorf("%w: key %s is written twice (by two loops, or a loop and another entry)", errTemplate, k)
 		}
 		out[k] = v
 		return nil
@@ -92,14 +100,14 @@ func (x expander) entry(out map[string]any, k string, v any, scope map[string]st
 	}
 	args, _ := v.([]any)
 	if len(args) != 3 || asString(args[0]) == "" || asMap(args[2]) == nil {
-		return fmt.Errorf("%w: %s must be [Identifier, Collection, {OutputKey: OutputValue}]", ErrTemplate, k)
+		return fmt.Errorf("%w: %s must be [Identifier, Collection, {OutputKey: OutputValue}]", errTemplate, k)
 	}
 	values, err := x.collection(k, args[1], scope)
 	if err != nil {
 		return err
 	}
 	for _, value := range values {
-		inner := maps.Clone(scope)
+		inner := stdmaps.Clone(scope)
 		if inner == nil {
 			inner = map[string]string{}
 		}
@@ -108,7 +116,7 @@ func (x expander) entry(out map[string]any, k string, v any, scope map[string]st
 		if err != nil {
 			return fmt.Errorf("%s (%s=%s): %w", k, args[0], value, err)
 		}
-		for _, gk := range slices.Sorted(maps.Keys(asMap(got))) {
+		for _, gk := range slices.Sorted(stdmaps.Keys(asMap(got))) {
 			if err := put(gk, asMap(got)[gk]); err != nil {
 				return err
 			}
@@ -131,13 +139,13 @@ func (x expander) collection(name string, c any, scope map[string]string) ([]str
 			raw = append(raw, strings.TrimSpace(v))
 		}
 	} else {
-		return nil, fmt.Errorf("%w: %s: the collection must be a list of strings or a Ref to a CommaDelimitedList parameter", ErrTemplate, name)
+		return nil, fmt.Errorf("%w: %s: the collection must be a list of strings or a Ref to a CommaDelimitedList parameter", errTemplate, name)
 	}
 	values := make([]string, len(raw))
 	for i, e := range raw {
 		s, ok := e.(string)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s: collection member %v is not a string", ErrTemplate, name, e)
+			return nil, fmt.Errorf("%w: %s: collection member %v is not a string", errTemplate, name, e)
 		}
 		v, _ := x.expand(s, scope)
 		values[i] = v.(string)
@@ -153,9 +161,11 @@ func (x expander) findInMap(m map[string]any) (any, error) {
 	}
 	v, ok := asMap(asMap(x.mappings[args[0].(string)])[args[1].(string)])[args[2].(string)]
 	if !ok {
-		return nil, fmt.Errorf("%w: Fn::FindInMap %v: no such key in the template's Mappings", ErrTemplate, args)
+		return nil, fmt.Errorf("%w: Fn::FindInMap %v: no such key in the template's Mappings", errTemplate, args)
 	}
 	return v, nil
 }
 
 func asString(v any) string { s, _ := v.(string); return s }
+
+func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
