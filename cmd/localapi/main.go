@@ -109,15 +109,15 @@ func run(ctx context.Context, addr string, cfg devapi.Config, out io.Writer, rea
 func banner(w io.Writer, api *devapi.API, base string) {
 	fmt.Fprintf(w, "idem local API: the routes of %s, in-process, as API Gateway HTTP API payload v2.0\nredis: %s\n\n", api.Template.Path, api.RedisDescription())
 	for _, r := range api.Template.Routes() {
-		f, _ := api.Function(r.Function)
+		f, _ := api.Template.Function(r.Function)
 		detail := "timeout " + f.Timeout.String()
-		if p := f.Provider(); p != "" {
+		if f.Code == samtemplate.Webhook {
 			// Only the public development secret is printed, not those given with -secret.
-			detail += ", WEBHOOK_SECRET=" + webhook.DevSecret(p) + ", sink " + f.LocalEnv["WEBHOOK_SINK"]
+			detail += ", WEBHOOK_SECRET=" + webhook.DevSecret(f.Env["WEBHOOK_PROVIDER"]) + ", sink " + api.LocalEnv(f.LogicalID)["WEBHOOK_SINK"]
 		}
 		fmt.Fprintf(w, "  %-5s %-45s %-24s %s\n", r.Method, base+r.Path, r.Function, detail)
 	}
-	for _, f := range api.Functions {
+	for _, f := range api.Template.Functions {
 		if f.Code == samtemplate.Consumer {
 			fmt.Fprintf(w, "  %-51s %-24s %s\n", "(in-process FIFO queue, the sqs sink's)", f.LogicalID, "each forwarded event runs once; its line follows the webhook function's")
 		}

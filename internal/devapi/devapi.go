@@ -1,34 +1,27 @@
-// Package devapi runs every function of the SAM template in-process behind a local stand-in
-// for the HTTP API (package gateway): the development API that `make run` serves, and that
-// tests and the sender start in-process. It does what `sam local start-api` does without Docker,
-// reading each function's routes, timeout and environment from the template (package
-// samtemplate), and stands in for what a machine without AWS lacks:
+// Package devapi is what `sam local start-api` does without Docker: it runs every function of
+// the SAM template in-process behind a stand-in for the HTTP API (package gateway), with the
+// routes, timeouts and environment of the template (package samtemplate), for `make run`, the
+// tests and the sender. It stands in for what a machine without AWS lacks:
 //
-//   - one Redis client shared by every function: the Redis at REDIS_URL (with the other REDIS_*
-//     variables), or, when REDIS_URL is unset, an embedded miniredis started here, whose TTLs
-//     run on the wall clock. Only this development API starts one: no deployed bootstrap links it;
-//   - webhook functions accept their provider's development secret (webhook.DevSecret) and the
-//     secrets Config.Secrets adds; their sink is the sqs sink sending to an in-process FIFO
-//     queue that feeds the template's consumer function (the log sink when the template has
-//     none), with an in-process store (API.Payloads) standing in for the payload bucket;
+//   - one Redis client shared by every function: the one at REDIS_URL (with the other REDIS_*
+//     variables), else an embedded miniredis whose TTLs run on the wall clock;
+//   - webhook functions accept their provider's development secret (webhook.DevSecret) and
+//     Config.Secrets; their sink is the sqs sink on an in-process FIFO queue that feeds the
+//     consumer function, and API.Payloads stands in for the payload bucket;
 //   - the payments function uses the in-memory ledger, behind a stand-in for the authorizer
-//     PAYMENTS_AUTH names, which takes the caller from HeaderPrincipal;
-//   - variables that name AWS resources (secret ARNs, queue URL, event bus, bucket, table) are
-//     unset;
-//   - with WEBHOOK_HMAC_HEADER (and the other WEBHOOK_HMAC_* settings) in the process
-//     environment, a webhook function for the hmac preset is added on POST /webhooks/hmac.
+//     PAYMENTS_AUTH names, whose caller is HeaderPrincipal;
+//   - variables that name AWS resources (secret ARNs, queue URL, event bus, bucket, table) are unset;
+//   - the WEBHOOK_HMAC_* settings in the environment add a function for the hmac preset on
+//     POST /webhooks/hmac.
 //
-// Variables of the process environment take precedence over the template and these local
-// defaults, except those that define a function: WEBHOOK_PROVIDER, the signing secret
-// (WEBHOOK_SECRET, WEBHOOK_SECRET_ARN), AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_RUNTIME_API,
-// never set, since this is not Lambda. Besides the template's routes it answers GET RoutesPath.
+// The process environment takes precedence over the template and these defaults, except for what
+// defines a function: WEBHOOK_PROVIDER, the signing secret (WEBHOOK_SECRET, WEBHOOK_SECRET_ARN),
+// AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_RUNTIME_API, never set, since this is not Lambda.
 package devapi
 
 import (
 	"cmp"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,20 +31,18 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/alicebob/miniredis/v2/server"
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/internal/config"
+	"github.com/idemlambda/idem/internal/embeddedredis"
 	consumerhandler "github.com/idemlambda/idem/internal/functions/consumer/handler"
 	paymentshandler "github.com/idemlambda/idem/internal/functions/payments/handler"
 	webhookhandler "github.com/idemlambda/idem/internal/functions/webhook/handler"
 	"github.com/idemlambda/idem/internal/gateway"
 	"github.com/idemlambda/idem/internal/redisconn"
 	"github.com/idemlambda/idem/internal/samtemplate"
-	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/internal/sink"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
@@ -72,47 +63,22 @@ type Served struct {
 
 // Config says what to serve and where the output goes.
 type Config struct {
-	// Template is the SAM template's path. Default DefaultTemplate.
-	Template string
-	// Providers are the webhook providers to serve, as samtemplate.LoadProviders takes them:
-	// empty for the template's default, samtemplate.AllProviders for every one it can deploy.
-	Providers string
-	// Getenv reads the process environment. Default os.Getenv.
-	Getenv func(string) string
-	// LogOutput receives the functions' log lines. Default os.Stdout, as in Lambda.
-	LogOutput io.Writer
-	// AccessLog receives the gateway's line per request. Default os.Stderr.
-	AccessLog io.Writer
+	Template  string              // the SAM template's path; default DefaultTemplate
+	Providers string              // the webhook providers, as samtemplate.LoadProviders takes them
+	Getenv    func(string) string // the process environment; default os.Getenv
+	LogOutput io.Writer           // the functions' log lines; default os.Stdout, as in Lambda
+	AccessLog io.Writer           // the gateway's line per request; default os.Stderr
 	// Secrets are signing secrets a provider's function accepts besides its development
 	// secret, keyed by provider: the whsec_ secret `stripe listen` prints, for example.
 	Secrets map[string][]string
-	// Process is the consumer function's work on each forwarded event. Default
-	// consumerhandler.LogProcess: one log line per event.
+	// Process is the consumer's work on each event; default consumerhandler.LogProcess.
 	Process consumerhandler.Process
-}
-
-// Function is one function of the template as the local API runs it.
-type Function struct {
-	samtemplate.Function
-	// LocalEnv is the environment the template and the local defaults give the function
-	// (variables of the process environment still take precedence where allowed).
-	LocalEnv map[string]string
-}
-
-// Provider returns the webhook provider of a function, or "".
-func (f Function) Provider() string {
-	if f.Code != samtemplate.Webhook {
-		return ""
-	}
-	return f.Env[webhookhandler.EnvProvider]
 }
 
 // API is the running development API. It is an http.Handler.
 type API struct {
 	// Template is the template served.
 	Template *samtemplate.Template
-	// Functions are the template's functions, as run here.
-	Functions []Function
 	// Redis is the client every function shares.
 	Redis *redisconn.Conn
 	// Payloads stands in for the payload bucket: the webhook functions keep there the events
@@ -120,6 +86,7 @@ type API struct {
 	Payloads *sink.MemoryStore
 
 	embedded bool
+	env      map[string]map[string]string // LocalEnv by function
 	gateway  *gateway.Gateway
 	closers  []func() error
 }
@@ -156,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 			return nil, fmt.Errorf("devapi: a secret is given for %q, which no webhook function of %s serves", provider, t.Path)
 		}
 	}
-	a := &API{Template: t, Payloads: sink.NewMemoryStore("local-payloads")}
+	a := &API{Template: t, Payloads: sink.NewMemoryStore("local-payloads"), env: map[string]map[string]string{}}
 	if err := a.build(ctx, cfg); err != nil {
 		_ = a.Close()
 		return nil, fmt.Errorf("devapi: %w", err)
@@ -172,7 +139,7 @@ func (a *API) build(ctx context.Context, cfg Config) error {
 	// The in-process queue of the sqs sink, when the template has a consumer function to feed.
 	var queue *localQueue
 	if slices.ContainsFunc(a.Template.Functions, func(f samtemplate.Function) bool { return f.Code == samtemplate.Consumer }) {
-		queue = &localQueue{log: cfg.AccessLog, counts: map[string]int{}}
+		queue = &localQueue{log: cfg.AccessLog}
 	}
 	var functions []gateway.Function
 	for _, f := range a.Template.Functions {
@@ -222,7 +189,7 @@ func (a *API) build(ctx context.Context, cfg Config) error {
 		}
 		maps.Copy(local, fixed)
 		delete(local, redisconn.EnvRuntimeAPI)
-		a.Functions = append(a.Functions, Function{Function: f, LocalEnv: local})
+		a.env[f.LogicalID] = local
 		if h != nil {
 			functions = append(functions, gateway.Function{Name: f.LogicalID, Timeout: f.Timeout, Handler: h})
 		}
@@ -292,16 +259,13 @@ func (a *API) openRedis(ctx context.Context, getenv func(string) string) error {
 			return err
 		}
 	} else {
-		// A setting meant for a real Redis would be silently ignored by the embedded one.
-		for _, name := range []string{redisconn.EnvCluster, redisconn.EnvAuthSecretARN, redisconn.EnvIAMAuth} {
-			if strings.TrimSpace(getenv(name)) != "" {
-				return &setting.Error{Var: name, Reason: "set without " + redisconn.EnvURL + ", which the embedded Redis does not take"}
-			}
+		// Its TTLs run on the wall clock, else no record of a local run would ever expire.
+		m := miniredis.NewMiniRedis()
+		m.ClockTTL(true)
+		if err := m.Start(); err != nil {
+			return fmt.Errorf("start the embedded Redis: %w", err)
 		}
-		m, err := startEmbedded()
-		if err != nil {
-			return err
-		}
+		embeddedredis.RunShebangScripts(m)
 		a.embedded, settings.URL = true, "redis://"+m.Addr()
 		a.closers = append(a.closers, func() error { m.Close(); return nil })
 	}
@@ -312,42 +276,6 @@ func (a *API) openRedis(ctx context.Context, getenv func(string) string) error {
 	a.Redis = conn
 	a.closers = append(a.closers, conn.Close)
 	return nil
-}
-
-// startEmbedded starts a miniredis whose TTLs run on the wall clock (else no record of a local
-// run would ever expire) and that runs the core's scripts, which begin with a shebang line
-// (#!lua flags=allow-oom) its Lua compiler cannot parse: it drops that line before compiling,
-// and answers an EVALSHA of the script as sent with the script it compiled. The flags have
-// nothing to do there: allow-oom matters only under a memory limit, and miniredis has none.
-func startEmbedded() (*miniredis.Miniredis, error) {
-	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true)
-	if err := m.Start(); err != nil {
-		return nil, fmt.Errorf("start the embedded Redis: %w", err)
-	}
-	var mu sync.Mutex
-	bodies := map[string]string{} // SHA1 of a script with a shebang -> SHA1 of its body
-	sha1Hex := func(s string) string { sum := sha1.Sum([]byte(s)); return hex.EncodeToString(sum[:]) }
-	m.Server().SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
-		if len(args) == 0 {
-			return false
-		}
-		mu.Lock()
-		script, shebang := strings.CutPrefix(args[0], "#!")
-		sha, known := bodies[strings.ToLower(args[0])]
-		switch {
-		case shebang && (cmd == "EVAL" || cmd == "EVAL_RO"):
-			_, body, _ := strings.Cut(script, "\n")
-			bodies[sha1Hex(args[0])], sha = sha1Hex(body), body
-		case !known || cmd != "EVALSHA" && cmd != "EVALSHA_RO":
-			mu.Unlock()
-			return false
-		}
-		mu.Unlock()
-		m.Server().Dispatch(c, append([]string{cmd, sha}, args[1:]...))
-		return true
-	})
-	return m, nil
 }
 
 // ServeHTTP serves one request as API Gateway would, by invoking the route's function, and
@@ -361,21 +289,16 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.gateway.ServeHTTP(w, r)
 }
 
-// Function returns the function called logicalID, or false.
-func (a *API) Function(logicalID string) (Function, bool) {
-	i := slices.IndexFunc(a.Functions, func(f Function) bool { return f.LogicalID == logicalID })
-	if i < 0 {
-		return Function{}, false
-	}
-	return a.Functions[i], true
-}
+// LocalEnv returns the environment the template and the local defaults give the function called
+// logicalID (the process environment still takes precedence where allowed).
+func (a *API) LocalEnv(logicalID string) map[string]string { return a.env[logicalID] }
 
 // Providers returns the webhook providers served, sorted.
 func (a *API) Providers() []string {
 	var out []string
-	for _, f := range a.Functions {
-		if p := f.Provider(); p != "" {
-			out = append(out, p)
+	for _, f := range a.Template.Functions {
+		if f.Code == samtemplate.Webhook {
+			out = append(out, f.Env[webhookhandler.EnvProvider])
 		}
 	}
 	slices.Sort(out)

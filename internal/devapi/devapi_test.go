@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -15,7 +14,7 @@ import (
 	"github.com/idemlambda/idem/internal/devapi"
 	"github.com/idemlambda/idem/internal/devapi/devapitest"
 	"github.com/idemlambda/idem/internal/samples"
-	"github.com/idemlambda/idem/internal/setting"
+	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
@@ -46,9 +45,8 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 	if api.Embedded() || !strings.Contains(api.RedisDescription(), "REDIS_URL") {
 		t.Fatalf("REDIS_URL set, yet %s", api.RedisDescription())
 	}
-	stripe, ok := api.Function("WebhookStripeFunction")
-	if !ok || stripe.Provider() != "stripe" || stripe.LocalEnv["WEBHOOK_SECRET"] != webhook.DevSecret("stripe") {
-		t.Fatalf("stripe function %+v", stripe)
+	if env := api.LocalEnv("WebhookStripeFunction"); env["WEBHOOK_PROVIDER"] != "stripe" || env["WEBHOOK_SECRET"] != webhook.DevSecret("stripe") {
+		t.Fatalf("stripe function's environment %v", env)
 	}
 
 	if status := deliver(t, base, "stripe", webhook.DevSecret("stripe"), "evt_devapi_1"); status != 200 {
@@ -73,20 +71,21 @@ func TestWithoutRedisURLTheFunctionsShareOneEmbeddedRedis(t *testing.T) {
 	if !api.Embedded() {
 		t.Fatalf("no REDIS_URL, yet %s", api.RedisDescription())
 	}
-	payments, ok := api.Function("PaymentsFunction")
-	if !ok || payments.LocalEnv["PAYMENTS_LEDGER"] != "memory" {
-		t.Fatalf("payments function %+v", payments)
+	payments := api.LocalEnv("PaymentsFunction")
+	if payments["PAYMENTS_LEDGER"] != "memory" {
+		t.Fatalf("payments function's environment %v", payments)
 	}
-	if _, ok := payments.LocalEnv["PAYMENTS_TABLE"]; ok {
-		t.Errorf("PAYMENTS_TABLE set locally: %v", payments.LocalEnv)
+	if _, ok := payments["PAYMENTS_TABLE"]; ok {
+		t.Errorf("PAYMENTS_TABLE set locally: %v", payments)
 	}
-	for _, f := range api.Functions {
-		if f.LocalEnv["AWS_LAMBDA_FUNCTION_NAME"] != f.LogicalID {
-			t.Errorf("%s: AWS_LAMBDA_FUNCTION_NAME %q", f.LogicalID, f.LocalEnv["AWS_LAMBDA_FUNCTION_NAME"])
+	for _, f := range api.Template.Functions {
+		env := api.LocalEnv(f.LogicalID)
+		if env["AWS_LAMBDA_FUNCTION_NAME"] != f.LogicalID {
+			t.Errorf("%s: AWS_LAMBDA_FUNCTION_NAME %q", f.LogicalID, env["AWS_LAMBDA_FUNCTION_NAME"])
 		}
 		// The template has a consumer: the sink is the in-process queue that feeds it.
-		if p := f.Provider(); p != "" && f.LocalEnv["WEBHOOK_SINK"] != "sqs" {
-			t.Errorf("%s: sink %q", f.LogicalID, f.LocalEnv["WEBHOOK_SINK"])
+		if f.Code == samtemplate.Webhook && env["WEBHOOK_SINK"] != "sqs" {
+			t.Errorf("%s: sink %q", f.LogicalID, env["WEBHOOK_SINK"])
 		}
 	}
 }
@@ -178,15 +177,6 @@ func TestFirstDeliveryOnAFreshEmbeddedRedisCostsTwoRoundTrips(t *testing.T) {
 	}
 }
 
-func TestARedisSettingWithoutRedisURLFailsStartWithTheVariable(t *testing.T) {
-	// The embedded Redis is not a cluster and takes no credentials: saying so beats ignoring it.
-	err := startError(t, map[string]string{"REDIS_CLUSTER": "true"})
-	var se *setting.Error
-	if !errors.As(err, &se) || se.Var != "REDIS_CLUSTER" {
-		t.Fatalf("New: %v, want a *setting.Error naming REDIS_CLUSTER", err)
-	}
-}
-
 func TestWebhookProvidersParameterChoosesTheWebhookRoutes(t *testing.T) {
 	api, base := startWith(t, devapi.Config{
 		Getenv:    func(string) string { return "" },
@@ -195,7 +185,7 @@ func TestWebhookProvidersParameterChoosesTheWebhookRoutes(t *testing.T) {
 	if got := api.Providers(); !slices.Equal(got, []string{"github", "slack"}) {
 		t.Fatalf("providers %v, want github and slack", got)
 	}
-	if _, ok := api.Function("WebhookGithubFunction"); !ok {
+	if _, ok := api.Template.Function("WebhookGithubFunction"); !ok {
 		t.Error("no WebhookGithubFunction")
 	}
 	if got := deliver(t, base, "github", webhook.DevSecret("github"), "delivery-chosen-1"); got != 200 {
@@ -215,9 +205,9 @@ func TestWebhookProvidersParameterChoosesTheWebhookRoutes(t *testing.T) {
 // then send where it says, and the consumer is fed nothing.
 func TestAProcessSinkReplacesTheInProcessQueue(t *testing.T) {
 	api, _ := start(t, map[string]string{"WEBHOOK_SINK": "log"})
-	for _, f := range api.Functions {
-		if f.Provider() != "" && f.LocalEnv["WEBHOOK_SINK"] != "log" {
-			t.Errorf("%s: sink %q, want the log sink of the local defaults", f.LogicalID, f.LocalEnv["WEBHOOK_SINK"])
+	for _, f := range api.Template.Functions {
+		if f.Code == samtemplate.Webhook && api.LocalEnv(f.LogicalID)["WEBHOOK_SINK"] != "log" {
+			t.Errorf("%s: sink %q, want the log sink of the local defaults", f.LogicalID, api.LocalEnv(f.LogicalID)["WEBHOOK_SINK"])
 		}
 	}
 }

@@ -36,16 +36,11 @@ const timeLayout = "02/Jan/2006:15:04:05 -0700"
 
 // EventInput is what an event is made from besides the HTTP request.
 type EventInput struct {
-	// RouteKey is the matched route, e.g. "POST /webhooks/stripe" or "$default".
-	RouteKey string
-	// PathParameters are the values of the route's {name} parameters, nil when it has none.
-	PathParameters map[string]string
-	// APIID is the API's ID, which is also the first label of its domain name.
-	APIID string
-	// RequestID is the gateway's request ID (also sent back as apigw-requestid).
-	RequestID string
-	// Time is when the gateway received the request.
-	Time time.Time
+	RouteKey       string            // the matched route, e.g. "POST /webhooks/stripe" or "$default"
+	PathParameters map[string]string // the values of the route's parameters (PathParameters)
+	APIID          string            // the API's ID
+	RequestID      string            // the gateway's request ID (also sent back as apigw-requestid)
+	Time           time.Time         // when the gateway received the request
 }
 
 // NewEvent returns the payload v2.0 event API Gateway HTTP API would hand a Lambda
@@ -202,13 +197,6 @@ func PathParameters(r samtemplate.Route, escapedPath string) (map[string]string,
 		}
 	}
 	return params, len(got) == len(want)
-}
-
-// NewRequestID returns a random request ID shaped like API Gateway's, e.g. "LV7fzho-PHcEJPw=".
-func NewRequestID() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return RequestID(b)
 }
 
 // RequestID returns the request ID API Gateway's shape gives seed: its first 11 bytes in

@@ -16,6 +16,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -115,7 +116,9 @@ func gatewayError(w http.ResponseWriter, status int) int {
 // ServeHTTP serves one request as API Gateway would.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	received := time.Now()
-	requestID := NewRequestID()
+	var seed [32]byte
+	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails
+	requestID := RequestID(seed)
 	w.Header().Set("Apigw-Requestid", requestID)
 	status, target := 0, "-"
 	defer func() {
@@ -160,32 +163,22 @@ const (
 )
 
 // bounded returns s cut to at most max bytes, with the number of bytes left out, and with
-// control characters (a newline would forge a line) written as %XX.
+// control characters (a newline would forge a line) written as "?".
 func bounded(s string, max int) string {
 	cut := ""
 	if len(s) > max {
-		cut = fmt.Sprintf("...(%d more bytes)", len(s)-max)
-		s = s[:max]
+		s, cut = s[:max], fmt.Sprintf("...(%d more bytes)", len(s)-max)
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			fmt.Fprintf(&b, "%%%02X", c)
-		} else {
-			b.WriteByte(c)
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
 		}
-	}
-	return b.String() + cut
+		return r
+	}, s) + cut
 }
 
 // ErrTimeout is returned by an invocation that outlived its function's timeout.
 var ErrTimeout = errors.New("gateway: task timed out")
-
-// result is what one invocation returned.
-type result struct {
-	resp events.APIGatewayV2HTTPResponse
-	err  error
-}
 
 // invoke runs one invocation of fn. Its context carries a Lambda context (request ID and
 // function ARN) and ends at the function's timeout; it is not cancelled when the client goes
@@ -198,22 +191,23 @@ func invoke(parent context.Context, fn Function, ev events.APIGatewayV2HTTPReque
 		AwsRequestID:       newUUID(),
 		InvokedFunctionArn: "arn:aws:lambda:us-east-1:" + AccountID + ":function:" + fn.Name,
 	})
-	done := make(chan result, 1)
+	var resp events.APIGatewayV2HTTPResponse
+	done := make(chan error, 1)
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				done <- result{err: fmt.Errorf("gateway: %s panicked: %v", fn.Name, v)}
+				done <- fmt.Errorf("gateway: %s panicked: %v", fn.Name, v)
 			}
 		}()
-		resp, err := fn.Handler(ctx, ev)
-		done <- result{resp: resp, err: err}
+		var err error
+		if resp, err = fn.Handler(ctx, ev); err != nil {
+			err = fmt.Errorf("gateway: %s returned an error: %w", fn.Name, err)
+		}
+		done <- err
 	}()
 	select {
-	case res := <-done:
-		if res.err != nil {
-			return res.resp, fmt.Errorf("gateway: %s returned an error: %w", fn.Name, res.err)
-		}
-		return res.resp, nil
+	case err := <-done:
+		return resp, err
 	case <-ctx.Done():
 		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("%w after %.2f seconds", ErrTimeout, fn.Timeout.Seconds())
 	}
