@@ -34,11 +34,11 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// DefaultAddr is where the API listens unless -addr or LOCALAPI_ADDR says otherwise.
-const DefaultAddr = "127.0.0.1:3000"
-
-// EnvAddr is the environment variable that changes the default of -addr.
-const EnvAddr = "LOCALAPI_ADDR"
+// The address the API listens on, unless -addr says otherwise: EnvAddr, else DefaultAddr.
+const (
+	DefaultAddr = "127.0.0.1:3000"
+	EnvAddr     = "LOCALAPI_ADDR"
+)
 
 func main() {
 	addr := flag.String("addr", cmp.Or(strings.TrimSpace(os.Getenv(EnvAddr)), DefaultAddr), "host:port to listen on (env "+EnvAddr+")")

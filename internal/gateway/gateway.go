@@ -213,9 +213,9 @@ func invoke(parent context.Context, fn Function, ev events.APIGatewayV2HTTPReque
 	}
 }
 
-// writeResponse writes a handler's response as the gateway does: the status, the headers
-// (and multi-value headers), one Set-Cookie per cookie, and the body, base64-decoded when
-// isBase64Encoded is set. A status outside 100-599 or a body that is not the base64 it claims
+// writeResponse writes a handler's response as the gateway does for payload 2.0: the status,
+// the headers (multiValueHeaders is no part of that format), one Set-Cookie per cookie, and the
+// body, base64-decoded when isBase64Encoded is set. A status outside 100-599 or a body that is not the base64 it claims
 // to be is a malformed response, answered with 500 as the gateway answers it. It returns the
 // status written.
 func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) (int, error) {
@@ -232,11 +232,6 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 	h := w.Header()
 	for k, v := range resp.Headers {
 		h.Set(k, v)
-	}
-	for k, vs := range resp.MultiValueHeaders {
-		for _, v := range vs {
-			h.Add(k, v)
-		}
 	}
 	for _, c := range resp.Cookies {
 		h.Add("Set-Cookie", c)

@@ -1,16 +1,15 @@
 // Package samtemplate reads what the local tools need from the SAM template: each function, the
-// HTTP API routes its events declare, its timeout, memory size and static environment, with the
-// template's Globals applied, as a deploy with a given WebhookProviders would create them. The
-// local API, the sample events and the Lambda-runtime tests take their routes and settings from
-// here, so none of them can drift from template.yaml.
+// HTTP API routes its events declare, its timeout, memory size and static environment, with
+// Globals applied, as a deploy with a given WebhookProviders creates them. The local API, the
+// sample events and the Lambda-runtime tests take them from here, so none can drift from
+// template.yaml.
 //
-// It reads what template.yaml uses, no more, with gopkg.in/yaml.v3: resources written out or by
+// It reads what template.yaml uses, with gopkg.in/yaml.v3: resources written out or by
 // Fn::ForEach loops (as the AWS::LanguageExtensions transform expands them before SAM reads the
-// template: over a list or a CommaDelimitedList parameter, ${Identifier} and Ref Identifier
-// replaced by the value), and the short-form intrinsics !Ref and !FindInMap. A value is static
-// when it is a literal, a !Ref to a parameter or a loop's identifier, or a !FindInMap of static
-// values; any other (!If, !Sub, a !Ref to a resource) is known only after a deploy, and left out
-// of the environment.
+// template: over a list or a CommaDelimitedList parameter, ${Identifier} and !Ref Identifier
+// replaced by the value), and the short-form !Ref and !FindInMap. A value is static when it is a
+// literal, a !Ref to a parameter or a loop's identifier, or a !FindInMap of static values; any
+// other (!If, !Sub, a !Ref to a resource) is known only after a deploy, and left out.
 package samtemplate
 
 import (
@@ -27,14 +26,12 @@ import (
 )
 
 // The template's choice of webhook providers: a deploy creates one function per key listed in
-// ProvidersParameter, each a key of the ProvidersMapping mapping.
+// ProvidersParameter, each a key of the ProvidersMapping mapping; AllProviders, as the providers
+// of LoadProviders, stands for every key of the mapping.
 const (
-	// ProvidersParameter is the template parameter listing the webhook providers to deploy.
 	ProvidersParameter = "WebhookProviders"
-	// ProvidersMapping is the template mapping with one row per provider that can be deployed.
-	ProvidersMapping = "WebhookProvider"
-	// AllProviders, as the providers of LoadProviders, stands for every key of ProvidersMapping.
-	AllProviders = "all"
+	ProvidersMapping   = "WebhookProvider"
+	AllProviders       = "all"
 )
 
 // DefaultTimeout is a function's timeout when neither it nor Globals sets one: 3 seconds, as
@@ -44,61 +41,46 @@ const DefaultTimeout = 3 * time.Second
 // Code names the Go program a function runs: the package ./functions/<Code>.
 type Code string
 
-// The programs of this repository.
+// The programs of this repository, each run by a function whose environment sets a variable of
+// its own: WEBHOOK_PROVIDER, PAYMENTS_LEDGER, CONSUMER_CONCURRENCY. The consumer has no route:
+// the queue of the sqs sink invokes it.
 const (
-	// Webhook is ./functions/webhook; a function runs it when its environment sets
-	// WEBHOOK_PROVIDER.
-	Webhook Code = "webhook"
-	// Payments is ./functions/payments; a function runs it when its environment sets
-	// PAYMENTS_LEDGER.
+	Webhook  Code = "webhook"
 	Payments Code = "payments"
-	// Consumer is ./functions/consumer; a function runs it when its environment sets
-	// CONSUMER_CONCURRENCY. It has no route: the queue of the sqs sink invokes it.
 	Consumer Code = "consumer"
 )
 
-// ErrTemplate is wrapped by every error about the template's content (as opposed to reading
-// the file).
-var ErrTemplate = errors.New("samtemplate: unsupported template")
-
-// ErrUnknownProvider is wrapped by the error of LoadProviders for a provider that is not a key of
-// the template's ProvidersMapping (the template's own rule refuses it too, at deploy).
-var ErrUnknownProvider = errors.New("samtemplate: unknown webhook provider")
+var (
+	// ErrTemplate is wrapped by every error about the template's content.
+	ErrTemplate = errors.New("samtemplate: unsupported template")
+	// ErrUnknownProvider is wrapped by the error of LoadProviders for a provider that is not a
+	// key of ProvidersMapping (the template's own rule refuses it too, at deploy).
+	ErrUnknownProvider = errors.New("samtemplate: unknown webhook provider")
+)
 
 // Template is what the local tools need from a SAM template.
 type Template struct {
-	// Path is the file the template was read from.
-	Path string
-	// Functions are the template's AWS::Serverless::Function resources, sorted by LogicalID.
-	Functions []Function
+	Path      string     // the file the template was read from
+	Functions []Function // its AWS::Serverless::Function resources, sorted by LogicalID
 }
 
 // Function is one AWS::Serverless::Function of the template.
 type Function struct {
-	// LogicalID is the resource's name in the template, e.g. "WebhookStripeFunction". SAM
-	// uses it as the function name in local runs and as the key of --env-vars files.
-	LogicalID string
-	// Code is the program the function runs, from its environment (see Code's constants).
-	Code Code
-	// Env holds the function's static environment variables, Globals' replaced by its own of
-	// the same name; an empty value is unset.
-	Env map[string]string
-	// Timeout is the function's Timeout, else Globals' Timeout, else DefaultTimeout.
-	Timeout time.Duration
-	// MemorySize is the function's MemorySize in MB, else Globals', else 128.
-	MemorySize int
-	// Routes are the function's HttpApi events, sorted by route key.
-	Routes []Route
+	// LogicalID is the resource's name, e.g. "WebhookStripeFunction": SAM's function name in
+	// local runs and the key of --env-vars files.
+	LogicalID  string
+	Code       Code              // the program it runs, known from its environment
+	Env        map[string]string // its static variables, its own over Globals'; empty is unset
+	Timeout    time.Duration     // its Timeout, else Globals', else DefaultTimeout
+	MemorySize int               // its MemorySize in MB, else Globals', else 128
+	Routes     []Route           // its HttpApi events, sorted by route key
 }
 
 // Route is one HttpApi event of a function.
 type Route struct {
-	// Method is the upper-case HTTP method, or "ANY".
-	Method string
-	// Path is the route's path, with {name} and {name+} parameters, or "$default".
-	Path string
-	// Function is the LogicalID of the function the route invokes.
-	Function string
+	Method   string // upper case, or "ANY"
+	Path     string // with {name} and {name+} parameters, or "$default"
+	Function string // the LogicalID of the function it invokes
 }
 
 // Key returns the route key API Gateway puts in routeKey: "POST /payments", or "$default".
@@ -121,21 +103,19 @@ func (t *Template) Routes() []Route {
 
 // Function returns the function called logicalID, or false.
 func (t *Template) Function(logicalID string) (Function, bool) {
-	i := slices.IndexFunc(t.Functions, func(f Function) bool { return f.LogicalID == logicalID })
-	if i < 0 {
-		return Function{}, false
-	}
-	return t.Functions[i], true
+	return t.find(func(f Function) bool { return f.LogicalID == logicalID })
 }
 
-// WebhookFunction returns the webhook function of provider (the one whose WEBHOOK_PROVIDER
-// it is), or false.
+// WebhookFunction returns the webhook function whose WEBHOOK_PROVIDER is provider, or false.
 func (t *Template) WebhookFunction(provider string) (Function, bool) {
-	i := slices.IndexFunc(t.Functions, func(f Function) bool { return f.Code == Webhook && f.Env["WEBHOOK_PROVIDER"] == provider })
-	if i < 0 {
-		return Function{}, false
+	return t.find(func(f Function) bool { return f.Code == Webhook && f.Env["WEBHOOK_PROVIDER"] == provider })
+}
+
+func (t *Template) find(match func(Function) bool) (Function, bool) {
+	if i := slices.IndexFunc(t.Functions, match); i >= 0 {
+		return t.Functions[i], true
 	}
-	return t.Functions[i], true
+	return Function{}, false
 }
 
 // Load reads the SAM template at path, with every parameter at its default.
@@ -175,8 +155,8 @@ type document struct {
 
 // properties are what is read of a function's Properties, or of Globals' Function section.
 type properties struct {
-	Timeout     *float64 `yaml:"Timeout"`
-	MemorySize  *int     `yaml:"MemorySize"`
+	Timeout     float64 `yaml:"Timeout"`
+	MemorySize  int     `yaml:"MemorySize"`
 	Environment struct {
 		Variables map[string]yaml.Node `yaml:"Variables"`
 	} `yaml:"Environment"`
@@ -262,17 +242,21 @@ func (doc *document) resources(t *Template, m *yaml.Node, scope map[string]strin
 // function adds the resource r called id to t if it is an AWS::Serverless::Function.
 func (doc *document) function(t *Template, id string, r *yaml.Node, scope map[string]string) error {
 	var res struct {
-		Type       string     `yaml:"Type"`
-		Properties properties `yaml:"Properties"`
+		Type       string    `yaml:"Type"`
+		Properties yaml.Node `yaml:"Properties"`
 	}
+	var props properties
 	if err := r.Decode(&res); err != nil || res.Type != "AWS::Serverless::Function" {
 		return nil // another resource: nothing of it is read
+	}
+	if err := res.Properties.Decode(&props); err != nil {
+		return fmt.Errorf("%w: function %s: %v", ErrTemplate, id, err)
 	}
 	if _, dup := t.Function(id); dup {
 		return fmt.Errorf("%w: function %s is written twice", ErrTemplate, id)
 	}
 	f := Function{LogicalID: id, Env: map[string]string{}, Timeout: DefaultTimeout, MemorySize: 128}
-	for _, p := range []properties{doc.Globals.Function, res.Properties} {
+	for _, p := range []properties{doc.Globals.Function, props} {
 		for k, v := range p.Environment.Variables {
 			s, err := doc.value(&v, scope)
 			if err != nil {
@@ -283,10 +267,10 @@ func (doc *document) function(t *Template, id string, r *yaml.Node, scope map[st
 				delete(f.Env, k)
 			}
 		}
-		if p.Timeout != nil {
-			f.Timeout = time.Duration(*p.Timeout * float64(time.Second))
+		if p.Timeout > 0 {
+			f.Timeout = time.Duration(p.Timeout * float64(time.Second))
 		}
-		f.MemorySize = cmp.Or(deref(p.MemorySize), f.MemorySize)
+		f.MemorySize = cmp.Or(p.MemorySize, f.MemorySize)
 	}
 	switch {
 	case f.Env["WEBHOOK_PROVIDER"] != "":
@@ -298,8 +282,18 @@ func (doc *document) function(t *Template, id string, r *yaml.Node, scope map[st
 	default:
 		return fmt.Errorf("%w: function %s: no WEBHOOK_PROVIDER, PAYMENTS_LEDGER or CONSUMER_CONCURRENCY in its environment, so which program it runs is unknown", ErrTemplate, id)
 	}
-	for _, name := range slices.Sorted(maps.Keys(res.Properties.Events)) {
-		ev := res.Properties.Events[name]
+	if err := doc.routes(&f, props, scope); err != nil {
+		return err
+	}
+	t.Functions = append(t.Functions, f)
+	return nil
+}
+
+// routes sets the routes of f, whose properties are props.
+func (doc *document) routes(f *Function, props properties, scope map[string]string) error {
+	id := f.LogicalID
+	for _, name := range slices.Sorted(maps.Keys(props.Events)) {
+		ev := props.Events[name]
 		switch ev.Type {
 		case "HttpApi":
 		case "Api":
@@ -323,7 +317,6 @@ func (doc *document) function(t *Template, id string, r *yaml.Node, scope map[st
 		f.Routes = append(f.Routes, r)
 	}
 	slices.SortFunc(f.Routes, func(a, b Route) int { return cmp.Compare(a.Key(), b.Key()) })
-	t.Functions = append(t.Functions, f)
 	return nil
 }
 
@@ -365,12 +358,4 @@ func substitute(s string, scope map[string]string) string {
 		s = strings.ReplaceAll(s, "${"+id+"}", v)
 	}
 	return s
-}
-
-func deref[T any](p *T) T {
-	if p == nil {
-		var zero T
-		return zero
-	}
-	return *p
 }
