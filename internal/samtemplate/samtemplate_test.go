@@ -218,3 +218,49 @@ func TestParseRefusesWhatItCannotServe(t *testing.T) {
 		})
 	}
 }
+
+const loops = `
+Parameters:
+  Names: {Type: CommaDelimitedList, Default: "a, b"}
+Mappings:
+  Route: {a: {Path: /a}, b: {Path: /b}, c: {Path: /c}}
+Resources:
+  Fn::ForEach::Outer:
+    - N
+    - !Ref Names
+    - Fn${N}:
+        Type: AWS::Serverless::Function
+        Properties:
+          Environment: {Variables: {WEBHOOK_PROVIDER: !Ref N, NAME: "name-${N}"}}
+          Events: {Hook: {Type: HttpApi, Properties: {Method: POST, Path: !FindInMap [Route, !Ref N, Path]}}}
+      Fn::ForEach::Inner:
+        - I
+        - ["1", "2"]
+        - Fn${N}x${I}:
+            Type: AWS::Serverless::Function
+            Properties: {Environment: {Variables: {PAYMENTS_LEDGER: "${N}${I}"}}}
+`
+
+// Loops write one function per value of their collection, with the value in place of ${N} and
+// !Ref N, and may hold loops.
+func TestLoopsWriteTheirFunctions(t *testing.T) {
+	tpl, err := samtemplate.Parse([]byte(loops), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range tpl.Functions {
+		got = append(got, f.LogicalID+" "+f.Env["WEBHOOK_PROVIDER"]+f.Env["PAYMENTS_LEDGER"]+" "+f.Env["NAME"])
+	}
+	want := []string{"Fna a name-a", "Fnax1 a1 ", "Fnax2 a2 ", "Fnb b name-b", "Fnbx1 b1 ", "Fnbx2 b2 "}
+	if !slices.Equal(got, want) {
+		t.Errorf("functions %q, want %q", got, want)
+	}
+	if r := tpl.Routes(); len(r) != 2 || r[0].Key() != "POST /a" || r[1].Key() != "POST /b" {
+		t.Errorf("routes %+v", r)
+	}
+	// The list is checked against the template's WebhookProvider mapping, which this one lacks.
+	if _, err := samtemplate.Parse([]byte(loops), "c"); !errors.Is(err, samtemplate.ErrUnknownProvider) {
+		t.Errorf("Parse(c): %v, want ErrUnknownProvider", err)
+	}
+}
