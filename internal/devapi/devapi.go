@@ -191,11 +191,11 @@ func (a *API) build(ctx context.Context, cfg Config) error {
 		delete(local, redisconn.EnvRuntimeAPI)
 		a.env[f.LogicalID] = local
 		if h != nil {
-			functions = append(functions, gateway.Function{Name: f.LogicalID, Timeout: f.Timeout, Handler: h})
+			functions = append(functions, gateway.Function{Function: f, Handler: h})
 		}
 	}
 	var err error
-	a.gateway, err = gateway.New(a.Template.Routes(), functions, cfg.AccessLog)
+	a.gateway, err = gateway.New(functions, cfg.AccessLog)
 	return err
 }
 

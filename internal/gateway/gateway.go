@@ -38,14 +38,11 @@ const MaxBody = 10 << 20
 // this repository's function handlers.
 type Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// Function is one Lambda function behind the gateway.
+// Function is one Lambda function behind the gateway: the template's function, whose Routes it
+// serves and whose Timeout is the deadline of each invocation (after which the gateway answers
+// 500, as when Lambda ends a timed-out invocation), and its handler.
 type Function struct {
-	// Name is the function's logical ID in the template.
-	Name string
-	// Timeout is the function's Timeout: the deadline of each invocation's context, after
-	// which the gateway answers 500 as it does when Lambda ends a timed-out invocation.
-	Timeout time.Duration
-	// Handler runs one invocation.
+	samtemplate.Function
 	Handler Handler
 }
 
@@ -63,32 +60,22 @@ type route struct {
 	fn Function
 }
 
-// New returns a gateway serving routes, each invoking the function of functions named by its
-// Function field, that writes one access line per request to log (method, path, function,
-// status, duration). It is an error for a route to name a function that is not given, and for
-// two routes to serve the same requests.
-func New(routes []samtemplate.Route, functions []Function, log io.Writer) (*Gateway, error) {
-	fns := map[string]Function{}
-	for _, f := range functions {
-		if f.Handler == nil || f.Timeout <= 0 {
-			return nil, fmt.Errorf("gateway: function %s: needs a handler and a positive timeout", f.Name)
-		}
-		fns[f.Name] = f
-	}
+// New returns a gateway serving the routes of functions, that writes one access line per
+// request to log (method, path, function, status, duration). It is an error for two routes to
+// serve the same requests.
+func New(functions []Function, log io.Writer) (*Gateway, error) {
 	g := &Gateway{mux: http.NewServeMux(), routes: map[string]route{}, log: log}
-	for _, r := range routes {
-		fn, ok := fns[r.Function]
-		if !ok {
-			return nil, fmt.Errorf("gateway: route %s: no function %s", r.Key(), r.Function)
+	for _, f := range functions {
+		for _, r := range f.Routes {
+			pattern := "/" // $default
+			if r.Path != "$default" {
+				pattern = strings.TrimPrefix(r.Method+" ", "ANY ") + strings.ReplaceAll(r.Path, "+}", "...}")
+			}
+			if err := register(g.mux, pattern); err != nil {
+				return nil, fmt.Errorf("gateway: route %s of %s: %v", r.Key(), f.LogicalID, err)
+			}
+			g.routes[pattern] = route{r, f}
 		}
-		pattern := "/" // $default
-		if r.Path != "$default" {
-			pattern = strings.TrimPrefix(r.Method+" ", "ANY ") + strings.ReplaceAll(r.Path, "+}", "...}")
-		}
-		if err := register(g.mux, pattern); err != nil {
-			return nil, fmt.Errorf("gateway: route %s of %s: %v", r.Key(), r.Function, err)
-		}
-		g.routes[pattern] = route{r, fn}
 	}
 	return g, nil
 }
@@ -142,7 +129,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = gatewayError(w, http.StatusNotFound)
 		return
 	}
-	target = rt.fn.Name
+	target = rt.fn.LogicalID
 	ev := NewEvent(r, body, EventInput{RouteKey: rt.Key(), PathParameters: params, APIID: DefaultAPIID, RequestID: requestID, Time: received})
 	resp, err := invoke(r.Context(), rt.fn, ev)
 	if err == nil {
@@ -151,7 +138,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = gatewayError(w, http.StatusInternalServerError)
 	}
 	if err != nil {
-		fmt.Fprintf(g.log, "%s %s: %v\n", rt.fn.Name, requestID, err)
+		fmt.Fprintf(g.log, "%s %s: %v\n", rt.fn.LogicalID, requestID, err)
 	}
 }
 
@@ -189,19 +176,19 @@ func invoke(parent context.Context, fn Function, ev events.APIGatewayV2HTTPReque
 	defer cancel()
 	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
 		AwsRequestID:       newUUID(),
-		InvokedFunctionArn: "arn:aws:lambda:us-east-1:" + AccountID + ":function:" + fn.Name,
+		InvokedFunctionArn: "arn:aws:lambda:us-east-1:" + AccountID + ":function:" + fn.LogicalID,
 	})
 	var resp events.APIGatewayV2HTTPResponse
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				done <- fmt.Errorf("gateway: %s panicked: %v", fn.Name, v)
+				done <- fmt.Errorf("gateway: %s panicked: %v", fn.LogicalID, v)
 			}
 		}()
 		var err error
 		if resp, err = fn.Handler(ctx, ev); err != nil {
-			err = fmt.Errorf("gateway: %s returned an error: %w", fn.Name, err)
+			err = fmt.Errorf("gateway: %s returned an error: %w", fn.LogicalID, err)
 		}
 		done <- err
 	}()
@@ -215,8 +202,8 @@ func invoke(parent context.Context, fn Function, ev events.APIGatewayV2HTTPReque
 
 // writeResponse writes a handler's response as the gateway does for payload 2.0: the status,
 // the headers (multiValueHeaders is no part of that format), one Set-Cookie per cookie, and the
-// body, base64-decoded when isBase64Encoded is set. A status outside 100-599 or a body that is not the base64 it claims
-// to be is a malformed response, answered with 500 as the gateway answers it. It returns the
+// body, base64-decoded when isBase64Encoded is set. A status outside 100-599 or a body that is
+// not the base64 it claims to be is a malformed response, answered with 500. It returns the
 // status written.
 func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) (int, error) {
 	if resp.StatusCode < 100 || resp.StatusCode > 599 {

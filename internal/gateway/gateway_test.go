@@ -61,9 +61,31 @@ func route(fn, method, path string) samtemplate.Route {
 	return samtemplate.Route{Function: fn, Method: method, Path: path}
 }
 
-func start(t *testing.T, routes []samtemplate.Route, fns ...gateway.Function) string {
+// function is a gateway function without its routes, which newGateway gives it.
+type function struct {
+	Name    string
+	Timeout time.Duration
+	Handler gateway.Handler
+}
+
+// newGateway returns the gateway of fns, each serving the routes that name it.
+func newGateway(routes []samtemplate.Route, fns []function, log io.Writer) (*gateway.Gateway, error) {
+	var out []gateway.Function
+	for _, f := range fns {
+		gf := gateway.Function{Function: samtemplate.Function{LogicalID: f.Name, Timeout: f.Timeout}, Handler: f.Handler}
+		for _, r := range routes {
+			if r.Function == f.Name {
+				gf.Routes = append(gf.Routes, r)
+			}
+		}
+		out = append(out, gf)
+	}
+	return gateway.New(out, log)
+}
+
+func start(t *testing.T, routes []samtemplate.Route, fns ...function) string {
 	t.Helper()
-	g, err := gateway.New(routes, fns, io.Discard)
+	g, err := newGateway(routes, fns, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +97,7 @@ func start(t *testing.T, routes []samtemplate.Route, fns ...gateway.Function) st
 func TestRequestBecomesTheV2EventTheGatewaySends(t *testing.T) {
 	rec := newRecorder(ok)
 	url := start(t, []samtemplate.Route{route("Payments", "GET", "/payments/{id}")},
-		gateway.Function{Name: "Payments", Timeout: time.Second, Handler: rec.handle})
+		function{Name: "Payments", Timeout: time.Second, Handler: rec.handle})
 
 	req, _ := http.NewRequest("GET", url+"/payments/pay%5F42?a=1&b=x%20y&a=2", nil)
 	req.Header.Add("X-Custom", "one")
@@ -135,7 +157,7 @@ func TestRequestBecomesTheV2EventTheGatewaySends(t *testing.T) {
 func TestBinaryBodyTravelsBase64AndRoundTrips(t *testing.T) {
 	rec := newRecorder(echo)
 	url := start(t, []samtemplate.Route{route("Echo", "POST", "/echo")},
-		gateway.Function{Name: "Echo", Timeout: time.Second, Handler: rec.handle})
+		function{Name: "Echo", Timeout: time.Second, Handler: rec.handle})
 	binary := []byte{0x00, 0xff, 0xfe, 'a', 0x80, '\n'}
 
 	for _, tc := range []struct {
@@ -181,7 +203,7 @@ func itoa(n int) string {
 func TestUnmatchedRequestIsNotFoundLikeTheGateway(t *testing.T) {
 	rec := newRecorder(ok)
 	url := start(t, []samtemplate.Route{route("Fn", "POST", "/webhooks/stripe")},
-		gateway.Function{Name: "Fn", Timeout: time.Second, Handler: rec.handle})
+		function{Name: "Fn", Timeout: time.Second, Handler: rec.handle})
 	for _, tc := range []struct{ method, path string }{
 		{"POST", "/webhooks/github"},
 		{"GET", "/webhooks/stripe"},
@@ -202,7 +224,7 @@ func TestUnmatchedRequestIsNotFoundLikeTheGateway(t *testing.T) {
 }
 
 func TestFailedInvocationIsInternalServerError(t *testing.T) {
-	fns := []gateway.Function{
+	fns := []function{
 		{Name: "Err", Timeout: time.Second, Handler: func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{}, errors.New("boom")
 		}},
@@ -244,7 +266,7 @@ func TestInvocationHasTheFunctionTimeoutAndALambdaContext(t *testing.T) {
 		lc        *lambdacontext.LambdaContext
 	}
 	got := make(chan seen, 1)
-	fn := gateway.Function{Name: "Fn", Timeout: 7 * time.Second, Handler: func(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	fn := function{Name: "Fn", Timeout: 7 * time.Second, Handler: func(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		deadline, _ := ctx.Deadline()
 		lc, _ := lambdacontext.FromContext(ctx)
 		got <- seen{time.Until(deadline), lc}
@@ -263,7 +285,7 @@ func TestInvocationHasTheFunctionTimeoutAndALambdaContext(t *testing.T) {
 }
 
 func TestResponseHeadersCookiesAndStatusAreWritten(t *testing.T) {
-	fn := gateway.Function{Name: "Fn", Timeout: time.Second, Handler: func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	fn := function{Name: "Fn", Timeout: time.Second, Handler: func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{
 			StatusCode:        409,
 			Headers:           map[string]string{"content-type": "application/json", "retry-after": "3"},
@@ -288,14 +310,14 @@ func TestResponseHeadersCookiesAndStatusAreWritten(t *testing.T) {
 
 func TestMostSpecificRouteWins(t *testing.T) {
 	names := []string{"Literal", "Param", "Greedy", "Any", "Default"}
-	var fns []gateway.Function
+	var fns []function
 	for _, n := range names {
 		name := n
-		fns = append(fns, gateway.Function{Name: name, Timeout: time.Second, Handler: func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		fns = append(fns, function{Name: name, Timeout: time.Second, Handler: func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: name}, nil
 		}})
 	}
-	g, err := gateway.New([]samtemplate.Route{
+	g, err := newGateway([]samtemplate.Route{
 		route("Literal", "GET", "/items/special"),
 		route("Param", "GET", "/items/{id}"),
 		route("Greedy", "GET", "/items/{proxy+}"),
@@ -324,20 +346,17 @@ func TestMostSpecificRouteWins(t *testing.T) {
 	}
 }
 
-func TestNewRefusesARouteWithoutItsFunctionOrServedTwice(t *testing.T) {
-	if _, err := gateway.New([]samtemplate.Route{route("Missing", "GET", "/x")}, nil, io.Discard); err == nil {
-		t.Fatal("New accepted a route whose function is not given")
-	}
-	fn := gateway.Function{Name: "Fn", Timeout: time.Second, Handler: ok}
-	if _, err := gateway.New([]samtemplate.Route{route("Fn", "GET", "/x"), route("Fn", "GET", "/x")}, []gateway.Function{fn}, io.Discard); err == nil {
+func TestNewRefusesTwoRoutesForTheSameRequests(t *testing.T) {
+	fn := function{Name: "Fn", Timeout: time.Second, Handler: ok}
+	if _, err := newGateway([]samtemplate.Route{route("Fn", "GET", "/x"), route("Fn", "GET", "/x")}, []function{fn}, io.Discard); err == nil {
 		t.Fatal("New accepted two routes for the same requests")
 	}
 }
 
 func TestAccessLineIsBoundedWhateverTheURL(t *testing.T) {
 	var log testsupport.Buffer
-	g, err := gateway.New([]samtemplate.Route{route("Fn", "POST", "/webhooks/stripe")},
-		[]gateway.Function{{Name: "Fn", Timeout: time.Second, Handler: ok}}, &log)
+	g, err := newGateway([]samtemplate.Route{route("Fn", "POST", "/webhooks/stripe")},
+		[]function{{Name: "Fn", Timeout: time.Second, Handler: ok}}, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
