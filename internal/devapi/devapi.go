@@ -47,9 +47,6 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// DefaultTemplate is the template served when Config.Template is empty.
-const DefaultTemplate = "template.yaml"
-
 // RoutesPath is where the development API answers GET with the webhook providers it serves,
 // as JSON Served: how the sender learns which routes a running local API serves. A deployed
 // API answers 404.
@@ -63,7 +60,7 @@ type Served struct {
 
 // Config says what to serve and where the output goes.
 type Config struct {
-	Template  string              // the SAM template's path; default DefaultTemplate
+	Template  string              // the SAM template's path; default template.yaml
 	Providers string              // the webhook providers, as samtemplate.LoadProviders takes them
 	Getenv    func(string) string // the process environment; default os.Getenv
 	LogOutput io.Writer           // the functions' log lines; default os.Stdout, as in Lambda
@@ -84,11 +81,12 @@ type API struct {
 	// Payloads stands in for the payload bucket: the webhook functions keep there the events
 	// too large for one message, and the consumer reads them back.
 	Payloads *sink.MemoryStore
+	// Embedded is true when the functions share an embedded miniredis, REDIS_URL being unset.
+	Embedded bool
 
-	embedded bool
-	env      map[string]map[string]string // LocalEnv by function
-	gateway  *gateway.Gateway
-	closers  []func() error
+	env     map[string]map[string]string // LocalEnv by function
+	gateway *gateway.Gateway
+	closers []func() error
 }
 
 // deployOnly are variables that name AWS resources, or configure the Redis client that is
@@ -103,7 +101,7 @@ var deployOnly = []string{
 // builds every function's handler, as Lambda builds it at init. Nothing is dialled: a Redis
 // that is down makes requests fail with 503, as in Lambda.
 func New(ctx context.Context, cfg Config) (*API, error) {
-	cfg.Template = cmp.Or(cfg.Template, DefaultTemplate)
+	cfg.Template = cmp.Or(cfg.Template, "template.yaml")
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
@@ -220,9 +218,6 @@ func localEnv(f samtemplate.Function, extra map[string][]string) (local, fixed m
 	return local, fixed
 }
 
-// HMACFunction is the logical ID of the webhook function addHMACFunction adds.
-const HMACFunction = "WebhookHmacFunction"
-
 // addHMACFunction adds a webhook function for the configurable HMAC preset on POST
 // /webhooks/hmac, with the settings of the process environment, when that describes one
 // (config.HMACHeaderSetting is set) and the template has no such function. The template
@@ -234,7 +229,7 @@ func addHMACFunction(t *samtemplate.Template, getenv func(string) string) {
 		return
 	}
 	f := t.Functions[i]
-	f.LogicalID, f.Env = HMACFunction, maps.Clone(f.Env)
+	f.LogicalID, f.Env = "WebhookHmacFunction", maps.Clone(f.Env)
 	f.Env[webhookhandler.EnvProvider] = config.HMACProvider
 	f.Routes = []samtemplate.Route{{Method: f.Routes[0].Method, Path: "/webhooks/" + config.HMACProvider, Function: f.LogicalID}}
 	t.Functions = append(t.Functions, f)
@@ -266,7 +261,7 @@ func (a *API) openRedis(ctx context.Context, getenv func(string) string) error {
 			return fmt.Errorf("start the embedded Redis: %w", err)
 		}
 		embeddedredis.RunShebangScripts(m)
-		a.embedded, settings.URL = true, "redis://"+m.Addr()
+		a.Embedded, settings.URL = true, "redis://"+m.Addr()
 		a.closers = append(a.closers, func() error { m.Close(); return nil })
 	}
 	conn, err := redisconn.Open(ctx, settings)
@@ -305,13 +300,9 @@ func (a *API) Providers() []string {
 	return out
 }
 
-// Embedded reports whether the functions share an embedded miniredis, started by New because
-// REDIS_URL is unset.
-func (a *API) Embedded() bool { return a.embedded }
-
 // RedisDescription says which Redis the functions share, for the start-up banner.
 func (a *API) RedisDescription() string {
-	if a.embedded {
+	if a.Embedded {
 		return "embedded Redis (miniredis) on " + a.Redis.Addr() + ", in this process; set REDIS_URL to use a real one"
 	}
 	return "Redis at " + a.Redis.Addr() + " (REDIS_URL)"

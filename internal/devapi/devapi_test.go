@@ -42,7 +42,7 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 		// Lambda's marker never leaks in: this is not a Lambda runtime.
 		"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
 	})
-	if api.Embedded() || !strings.Contains(api.RedisDescription(), "REDIS_URL") {
+	if api.Embedded || !strings.Contains(api.RedisDescription(), "REDIS_URL") {
 		t.Fatalf("REDIS_URL set, yet %s", api.RedisDescription())
 	}
 	if env := api.LocalEnv("WebhookStripeFunction"); env["WEBHOOK_PROVIDER"] != "stripe" || env["WEBHOOK_SECRET"] != webhook.DevSecret("stripe") {
@@ -68,7 +68,7 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 
 func TestWithoutRedisURLTheFunctionsShareOneEmbeddedRedis(t *testing.T) {
 	api, _ := start(t, nil)
-	if !api.Embedded() {
+	if !api.Embedded {
 		t.Fatalf("no REDIS_URL, yet %s", api.RedisDescription())
 	}
 	payments := api.LocalEnv("PaymentsFunction")

@@ -20,7 +20,7 @@ import (
 // record goes when IDEM_RESULT_TTL says.
 func TestRecordsExpireOnTheEmbeddedRedis(t *testing.T) {
 	api, base := start(t, map[string]string{"IDEM_RESULT_TTL": "1s"})
-	if !api.Embedded() {
+	if !api.Embedded {
 		t.Fatal("want the embedded Redis")
 	}
 	if status := deliver(t, base, "stripe", webhook.DevSecret("stripe"), "evt_expires_1"); status != 200 {
