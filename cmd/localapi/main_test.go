@@ -14,6 +14,7 @@ import (
 	"github.com/idemlambda/idem/internal/samples"
 	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/internal/testsupport"
+	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 const templatePath = "../../template.yaml"
@@ -99,7 +100,7 @@ func TestServesEveryRouteOfTheTemplateAndNothingElse(t *testing.T) {
 		}
 	}
 	for _, f := range tpl.Functions {
-		if p := f.Env["WEBHOOK_PROVIDER"]; p != "" && !strings.Contains(banner.String(), devapi.DevSecret(p)) {
+		if p := f.Env["WEBHOOK_PROVIDER"]; p != "" && !strings.Contains(banner.String(), webhook.DevSecret(p)) {
 			t.Errorf("the banner does not print the development secret of %s", p)
 		}
 	}
@@ -118,7 +119,7 @@ func TestServesEveryRouteOfTheTemplateAndNothingElse(t *testing.T) {
 
 func TestSignedStripeDeliveryRunsOnceThenReplays(t *testing.T) {
 	base, _, logs := startServer(t)
-	body, headers, err := samples.Delivery("stripe", devapi.DevSecret("stripe"), "evt_localapi_test_1", time.Now())
+	body, headers, err := samples.Delivery("stripe", webhook.DevSecret("stripe"), "evt_localapi_test_1", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestSignedStripeDeliveryRunsOnceThenReplays(t *testing.T) {
 
 func TestBase64EncodedDeliveryIsVerifiedOverTheDecodedBytes(t *testing.T) {
 	base, _, _ := startServer(t)
-	body, headers, err := samples.Delivery("shopify", devapi.DevSecret("shopify"), "2b4c1c1e-0000-4000-8000-000000000001", time.Now())
+	body, headers, err := samples.Delivery("shopify", webhook.DevSecret("shopify"), "2b4c1c1e-0000-4000-8000-000000000001", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,17 +189,6 @@ func TestPaymentIsCreatedOnceReplayedAndReadBack(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, base+"/payments/"+p.ID, nil)
 	if got := roundTrip(t, req); got.status != 200 || !bytes.Contains(got.body, []byte(p.ID)) {
 		t.Errorf("GET /payments/%s: %d %s", p.ID, got.status, got.body)
-	}
-}
-
-func TestAddressComesFromTheEnvironmentUnlessGiven(t *testing.T) {
-	t.Setenv(EnvAddr, "127.0.0.1:3999")
-	if got := envOr(EnvAddr, DefaultAddr); got != "127.0.0.1:3999" {
-		t.Errorf("envOr = %q", got)
-	}
-	t.Setenv(EnvAddr, " ")
-	if got := envOr(EnvAddr, DefaultAddr); got != DefaultAddr {
-		t.Errorf("envOr with a blank variable = %q, want %q", got, DefaultAddr)
 	}
 }
 

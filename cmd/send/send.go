@@ -28,7 +28,7 @@ type options struct {
 	provider string
 	template string // the template whose webhook routes -provider all sends to
 	// providers is the template's WebhookProviders for -provider all, as the local API takes
-	// it: empty for the template's default, devapi.AllProviders for every provider. A local API
+	// it: empty for the template's default, samtemplate.AllProviders for every provider. A local API
 	// that lists the providers it serves (served) overrides it.
 	providers string
 	// served are the providers the API at url says it serves (devapi.RoutesPath), or nil when it
@@ -360,16 +360,9 @@ func servedProviders(ctx context.Context, client *http.Client, base string) []st
 // order: the routes `make run -providers` serves. A function configured with hmac is left out:
 // its settings, which the sender does not know, say how it signs.
 func templateProviders(path, chosen string) ([]string, error) {
-	var params map[string]string
-	if chosen != "" {
-		var err error
-		if params, err = devapi.ResolveParameters(path, map[string]string{devapi.ProvidersParameter: chosen}); err != nil {
-			return nil, fmt.Errorf("-providers: %w", err)
-		}
-	}
-	t, err := samtemplate.LoadWithParameters(path, params)
+	t, err := samtemplate.LoadProviders(path, chosen)
 	if err != nil {
-		return nil, fmt.Errorf("-provider all reads the routes of %s: %w", path, err)
+		return nil, fmt.Errorf("-provider all reads the routes of %s for -providers %q: %w", path, chosen, err)
 	}
 	var out []string
 	for _, f := range t.Functions {

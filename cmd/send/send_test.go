@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemlambda/idem/internal/devapi"
 	"github.com/idemlambda/idem/internal/devapi/devapitest"
+	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
@@ -29,14 +30,7 @@ func startLocalAPIOf(t *testing.T, path string) string {
 // make run -providers does ("" for the template's default).
 func startLocalAPIWith(t *testing.T, path, chosen string) string {
 	t.Helper()
-	var params map[string]string
-	if chosen != "" {
-		var err error
-		if params, err = devapi.ResolveParameters(path, map[string]string{devapi.ProvidersParameter: chosen}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, url := devapitest.Start(t, devapi.Config{Template: path, Parameters: params, Getenv: func(string) string { return "" }})
+	_, url := devapitest.Start(t, devapi.Config{Template: path, Providers: chosen, Getenv: func(string) string { return "" }})
 	return url
 }
 
@@ -47,7 +41,7 @@ func defaults(url string) options {
 
 func TestEveryProviderExecutesOnceAndReplaysTheDuplicates(t *testing.T) {
 	for _, c := range []struct{ template, providers string }{
-		{"../../template.yaml", ""}, {"../../template.yaml", devapi.AllProviders},
+		{"../../template.yaml", ""}, {"../../template.yaml", samtemplate.AllProviders},
 	} {
 		template := c.template
 		t.Run(template+" "+c.providers, func(t *testing.T) {
@@ -83,7 +77,7 @@ func TestEveryProviderExecutesOnceAndReplaysTheDuplicates(t *testing.T) {
 // TestAllSendsToEveryPresetOfTheTemplate: the template, with every provider it can deploy,
 // routes every preset, and -provider all signs for each of them.
 func TestAllSendsToEveryPresetOfTheTemplate(t *testing.T) {
-	got, err := templateProviders("../../template.yaml", devapi.AllProviders)
+	got, err := templateProviders("../../template.yaml", samtemplate.AllProviders)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +189,7 @@ func TestDeliveriesAreSignedAgainWhenSent(t *testing.T) {
 // providers gets deliveries for those only, whatever -providers says.
 func TestAllSendsOnlyToTheRoutesTheRunningAPIServes(t *testing.T) {
 	o := defaults(startLocalAPIWith(t, "../../template.yaml", ""))
-	o.provider, o.providers = "all", devapi.AllProviders
+	o.provider, o.providers = "all", samtemplate.AllProviders
 	var out bytes.Buffer
 	sums, err := run(context.Background(), o, &out)
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/awslabs/goformation/v7/intrinsics"
-
-	"github.com/idemlambda/idem/internal/samtemplate"
 )
 
 const templatePath = "../../template.yaml"
@@ -59,7 +57,7 @@ func deploy(t *testing.T, overrides map[string]string) *stack {
 		}
 		s.params[k] = v
 	}
-	if err := samtemplate.ApplyLanguageExtensions(s.raw, overrides); err != nil {
+	if err := applyLanguageExtensions(s.raw, overrides); err != nil {
 		t.Fatal(err)
 	}
 	for name, r := range s.raw["Resources"].(map[string]any) {

@@ -1,6 +1,7 @@
 package devapi
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -25,43 +26,28 @@ const DefaultPrincipal = "local-developer"
 // HeaderPrincipal (DefaultPrincipal when absent), and without that header. With mode none, or
 // an unknown mode (which the handler refuses at init), h is returned unchanged.
 func emulateAuthorizer(mode string, h gateway.Handler) gateway.Handler {
-	switch mode {
-	case paymentshandler.AuthIAM, paymentshandler.AuthJWT, paymentshandler.AuthLambda:
-	default:
+	if mode != paymentshandler.AuthIAM && mode != paymentshandler.AuthJWT && mode != paymentshandler.AuthLambda {
 		return h
 	}
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		principal := DefaultPrincipal
 		for name, v := range req.Headers {
 			if strings.EqualFold(name, HeaderPrincipal) {
-				if v = strings.TrimSpace(v); v != "" {
-					principal = v
-				}
+				principal = cmp.Or(strings.TrimSpace(v), principal)
 				delete(req.Headers, name)
 			}
 		}
-		req.RequestContext.Authorizer = authorizerContext(mode, principal)
+		a := &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{}
+		switch mode {
+		case paymentshandler.AuthIAM:
+			a.IAM = &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+				AccountID: "000000000000", CallerID: principal, UserARN: "arn:aws:iam::000000000000:user/" + principal, UserID: principal}
+		case paymentshandler.AuthJWT:
+			a.JWT = &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": principal}}
+		default:
+			a.Lambda = map[string]any{"principalId": principal}
+		}
+		req.RequestContext.Authorizer = a
 		return h(ctx, req)
-	}
-}
-
-// authorizerContext is what API Gateway puts in requestContext.authorizer for principal.
-func authorizerContext(mode, principal string) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
-	switch mode {
-	case paymentshandler.AuthIAM:
-		return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
-				AccountID: "000000000000",
-				CallerID:  principal,
-				UserARN:   "arn:aws:iam::000000000000:user/" + principal,
-				UserID:    principal,
-			},
-		}
-	case paymentshandler.AuthJWT:
-		return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": principal}},
-		}
-	default:
-		return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: map[string]any{"principalId": principal}}
 	}
 }

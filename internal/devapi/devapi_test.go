@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -16,8 +15,8 @@ import (
 	"github.com/idemlambda/idem/internal/devapi/devapitest"
 	"github.com/idemlambda/idem/internal/samples"
 	"github.com/idemlambda/idem/internal/samtemplate"
-	"github.com/idemlambda/idem/internal/setting"
 	"github.com/idemlambda/idem/internal/testsupport"
+	"github.com/idemlambda/idem/pkg/webhook"
 )
 
 func start(t *testing.T, env map[string]string) (*devapi.API, string) {
@@ -43,15 +42,14 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 		// Lambda's marker never leaks in: this is not a Lambda runtime.
 		"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
 	})
-	if api.Embedded() || !strings.Contains(api.RedisDescription(), "REDIS_URL") {
+	if api.Embedded || !strings.Contains(api.RedisDescription(), "REDIS_URL") {
 		t.Fatalf("REDIS_URL set, yet %s", api.RedisDescription())
 	}
-	stripe, ok := api.Function("WebhookStripeFunction")
-	if !ok || stripe.Provider() != "stripe" || stripe.LocalEnv["WEBHOOK_SECRET"] != devapi.DevSecret("stripe") {
-		t.Fatalf("stripe function %+v", stripe)
+	if env := api.LocalEnv("WebhookStripeFunction"); env["WEBHOOK_PROVIDER"] != "stripe" || env["WEBHOOK_SECRET"] != webhook.DevSecret("stripe") {
+		t.Fatalf("stripe function's environment %v", env)
 	}
 
-	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_devapi_1"); status != 200 {
+	if status := deliver(t, base, "stripe", webhook.DevSecret("stripe"), "evt_devapi_1"); status != 200 {
 		t.Fatalf("delivery signed with the development secret: %d", status)
 	}
 	// The delivery's record, and the consumer's once the in-process queue handed it the event.
@@ -70,23 +68,24 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 
 func TestWithoutRedisURLTheFunctionsShareOneEmbeddedRedis(t *testing.T) {
 	api, _ := start(t, nil)
-	if !api.Embedded() {
+	if !api.Embedded {
 		t.Fatalf("no REDIS_URL, yet %s", api.RedisDescription())
 	}
-	payments, ok := api.Function("PaymentsFunction")
-	if !ok || payments.LocalEnv["PAYMENTS_LEDGER"] != "memory" {
-		t.Fatalf("payments function %+v", payments)
+	payments := api.LocalEnv("PaymentsFunction")
+	if payments["PAYMENTS_LEDGER"] != "memory" {
+		t.Fatalf("payments function's environment %v", payments)
 	}
-	if _, ok := payments.LocalEnv["PAYMENTS_TABLE"]; ok {
-		t.Errorf("PAYMENTS_TABLE set locally: %v", payments.LocalEnv)
+	if _, ok := payments["PAYMENTS_TABLE"]; ok {
+		t.Errorf("PAYMENTS_TABLE set locally: %v", payments)
 	}
-	for _, f := range api.Functions {
-		if f.LocalEnv["AWS_LAMBDA_FUNCTION_NAME"] != f.LogicalID {
-			t.Errorf("%s: AWS_LAMBDA_FUNCTION_NAME %q", f.LogicalID, f.LocalEnv["AWS_LAMBDA_FUNCTION_NAME"])
+	for _, f := range api.Template.Functions {
+		env := api.LocalEnv(f.LogicalID)
+		if env["AWS_LAMBDA_FUNCTION_NAME"] != f.LogicalID {
+			t.Errorf("%s: AWS_LAMBDA_FUNCTION_NAME %q", f.LogicalID, env["AWS_LAMBDA_FUNCTION_NAME"])
 		}
 		// The template has a consumer: the sink is the in-process queue that feeds it.
-		if p := f.Provider(); p != "" && f.LocalEnv["WEBHOOK_SINK"] != "sqs" {
-			t.Errorf("%s: sink %q", f.LogicalID, f.LocalEnv["WEBHOOK_SINK"])
+		if f.Code == samtemplate.Webhook && env["WEBHOOK_SINK"] != "sqs" {
+			t.Errorf("%s: sink %q", f.LogicalID, env["WEBHOOK_SINK"])
 		}
 	}
 }
@@ -139,9 +138,9 @@ func TestExtraSecretsAreAcceptedBesidesTheDevelopmentSecret(t *testing.T) {
 		Secrets: map[string][]string{"stripe": {"whsec_from_stripe_listen"}},
 	})
 	for secret, want := range map[string]int{
-		"whsec_from_stripe_listen": 200,
-		devapi.DevSecret("stripe"): 200,
-		"whsec_other":              401,
+		"whsec_from_stripe_listen":  200,
+		webhook.DevSecret("stripe"): 200,
+		"whsec_other":               401,
 	} {
 		if got := deliver(t, base, "stripe", secret, "evt_"+strings.TrimPrefix(secret, "whsec_")); got != want {
 			t.Errorf("signed with %s: %d, want %d", secret, got, want)
@@ -162,7 +161,7 @@ func TestExtraSecretsAreAcceptedBesidesTheDevelopmentSecret(t *testing.T) {
 func TestFirstDeliveryOnAFreshEmbeddedRedisCostsTwoRoundTrips(t *testing.T) {
 	var logs testsupport.Buffer
 	_, base := startWith(t, devapi.Config{Getenv: func(string) string { return "" }, LogOutput: &logs})
-	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_fresh_1"); status != 200 {
+	if status := deliver(t, base, "stripe", webhook.DevSecret("stripe"), "evt_fresh_1"); status != 200 {
 		t.Fatalf("first delivery: %d", status)
 	}
 	var line map[string]any
@@ -178,30 +177,21 @@ func TestFirstDeliveryOnAFreshEmbeddedRedisCostsTwoRoundTrips(t *testing.T) {
 	}
 }
 
-func TestARedisSettingWithoutRedisURLFailsStartWithTheVariable(t *testing.T) {
-	// The embedded Redis is not a cluster and takes no credentials: saying so beats ignoring it.
-	err := startError(t, map[string]string{"REDIS_CLUSTER": "true"})
-	var se *setting.Error
-	if !errors.As(err, &se) || se.Var != "REDIS_CLUSTER" {
-		t.Fatalf("New: %v, want a *setting.Error naming REDIS_CLUSTER", err)
-	}
-}
-
 func TestWebhookProvidersParameterChoosesTheWebhookRoutes(t *testing.T) {
 	api, base := startWith(t, devapi.Config{
-		Getenv:     func(string) string { return "" },
-		Parameters: map[string]string{devapi.ProvidersParameter: "Slack,Github"},
+		Getenv:    func(string) string { return "" },
+		Providers: "Slack,Github",
 	})
 	if got := api.Providers(); !slices.Equal(got, []string{"github", "slack"}) {
 		t.Fatalf("providers %v, want github and slack", got)
 	}
-	if _, ok := api.Function("WebhookGithubFunction"); !ok {
+	if _, ok := api.Template.Function("WebhookGithubFunction"); !ok {
 		t.Error("no WebhookGithubFunction")
 	}
-	if got := deliver(t, base, "github", devapi.DevSecret("github"), "delivery-chosen-1"); got != 200 {
+	if got := deliver(t, base, "github", webhook.DevSecret("github"), "delivery-chosen-1"); got != 200 {
 		t.Errorf("github delivery: %d, want 200", got)
 	}
-	if got := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_not_chosen"); got != 404 {
+	if got := deliver(t, base, "stripe", webhook.DevSecret("stripe"), "evt_not_chosen"); got != 404 {
 		t.Errorf("stripe, not chosen: %d, want 404", got)
 	}
 	// By default, the template's default providers.
@@ -211,48 +201,13 @@ func TestWebhookProvidersParameterChoosesTheWebhookRoutes(t *testing.T) {
 	}
 }
 
-func TestAllProvidersIsEveryProviderTheTemplateCanDeploy(t *testing.T) {
-	params, err := devapi.ResolveParameters("../../template.yaml", map[string]string{devapi.ProvidersParameter: devapi.AllProviders, "LogLevel": "debug"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := strings.Split(params[devapi.ProvidersParameter], ",")
-	if len(keys) < 20 || !slices.Contains(keys, "Stripe") || !slices.Contains(keys, "CoinbaseCommerce") || params["LogLevel"] != "debug" {
-		t.Errorf("resolved parameters %v", params)
-	}
-	tpl, err := samtemplate.LoadWithParameters("../../template.yaml", params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webhooks := 0
-	for _, f := range tpl.Functions {
-		if f.Code == samtemplate.Webhook {
-			webhooks++
-		}
-	}
-	if webhooks != len(keys) {
-		t.Errorf("%d webhook functions for %d providers", webhooks, len(keys))
-	}
-	// A list of keys is kept as given; a name that is no key is refused with the keys.
-	same, err := devapi.ResolveParameters("../../template.yaml", map[string]string{devapi.ProvidersParameter: "Stripe, Twilio"})
-	if err != nil || same[devapi.ProvidersParameter] != "Stripe, Twilio" {
-		t.Errorf("ResolveParameters(Stripe, Twilio) = %v, %v", same, err)
-	}
-	for _, bad := range []string{"stripe", "Stripe,Bogus", ""} {
-		_, err := devapi.ResolveParameters("../../template.yaml", map[string]string{devapi.ProvidersParameter: bad})
-		if !errors.Is(err, devapi.ErrUnknownProvider) || !strings.Contains(err.Error(), "CoinbaseCommerce") {
-			t.Errorf("ResolveParameters(%q): %v, want ErrUnknownProvider naming the keys", bad, err)
-		}
-	}
-}
-
 // WEBHOOK_SINK in the process environment replaces the in-process queue: the webhook functions
 // then send where it says, and the consumer is fed nothing.
 func TestAProcessSinkReplacesTheInProcessQueue(t *testing.T) {
 	api, _ := start(t, map[string]string{"WEBHOOK_SINK": "log"})
-	for _, f := range api.Functions {
-		if f.Provider() != "" && f.LocalEnv["WEBHOOK_SINK"] != "log" {
-			t.Errorf("%s: sink %q, want the log sink of the local defaults", f.LogicalID, f.LocalEnv["WEBHOOK_SINK"])
+	for _, f := range api.Template.Functions {
+		if f.Code == samtemplate.Webhook && api.LocalEnv(f.LogicalID)["WEBHOOK_SINK"] != "log" {
+			t.Errorf("%s: sink %q, want the log sink of the local defaults", f.LogicalID, api.LocalEnv(f.LogicalID)["WEBHOOK_SINK"])
 		}
 	}
 }

@@ -45,7 +45,7 @@ func TestA2MiBGitHubDeliveryRunsOnceThroughTheLocalAPI(t *testing.T) {
 	}
 	const guid = "3f9a8c2e-5d1b-11f0-9a7e-local2mib"
 	for i := range 6 { // the first delivery and 5 retries
-		signed, err := webhooktest.Sign("github", devapi.DevSecret("github"), webhook.Request{
+		signed, err := webhooktest.Sign("github", webhook.DevSecret("github"), webhook.Request{
 			Header: http.Header{"X-Github-Delivery": {guid}, "X-Github-Event": {"push"}, "Content-Type": {"application/json"}},
 			Body:   body, Now: time.Now(),
 		})

@@ -20,10 +20,10 @@ import (
 // record goes when IDEM_RESULT_TTL says.
 func TestRecordsExpireOnTheEmbeddedRedis(t *testing.T) {
 	api, base := start(t, map[string]string{"IDEM_RESULT_TTL": "1s"})
-	if !api.Embedded() {
+	if !api.Embedded {
 		t.Fatal("want the embedded Redis")
 	}
-	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_expires_1"); status != 200 {
+	if status := deliver(t, base, "stripe", webhook.DevSecret("stripe"), "evt_expires_1"); status != 200 {
 		t.Fatalf("delivery: %d", status)
 	}
 	ctx := context.Background()
@@ -41,7 +41,7 @@ func TestRecordsExpireOnTheEmbeddedRedis(t *testing.T) {
 		t.Fatalf("records %q still there long after IDEM_RESULT_TTL=1s", keys)
 	}
 	// Gone, the same delivery runs again.
-	if status := deliver(t, base, "stripe", devapi.DevSecret("stripe"), "evt_expires_1"); status != 200 {
+	if status := deliver(t, base, "stripe", webhook.DevSecret("stripe"), "evt_expires_1"); status != 200 {
 		t.Fatalf("delivery after expiry: %d", status)
 	}
 }
@@ -61,7 +61,7 @@ func TestHMACIsServedWithTheSettingsOfTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := []byte(`{"id":"acme-1","type":"order.paid"}`)
-	signed, err := webhooktest.SignHMAC(cfg, devapi.DevSecret("hmac"), webhook.Request{
+	signed, err := webhooktest.SignHMAC(cfg, webhook.DevSecret("hmac"), webhook.Request{
 		Header: http.Header{}, Body: body, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +85,8 @@ func TestHMACIsServedWithTheSettingsOfTheEnvironment(t *testing.T) {
 
 func TestRoutesPathListsTheProvidersServed(t *testing.T) {
 	_, base := startWith(t, devapi.Config{
-		Getenv:     func(string) string { return "" },
-		Parameters: map[string]string{devapi.ProvidersParameter: "Slack,Github"},
+		Getenv:    func(string) string { return "" },
+		Providers: "Slack,Github",
 	})
 	req, _ := http.NewRequest(http.MethodGet, base+devapi.RoutesPath, nil)
 	resp, b := testsupport.RoundTrip(t, req)

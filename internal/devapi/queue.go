@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,28 +16,23 @@ import (
 	consumerhandler "github.com/idemlambda/idem/internal/functions/consumer/handler"
 )
 
-// Settings of the in-process queue, those of the template's queue where they matter.
+// Settings of the in-process queue: those of the template's queue and event source mapping
+// (FIFO, maxReceiveCount 5, BatchSize 10), with a redelivery delay shorter than the visibility
+// timeout, so a developer sees it.
 const (
-	// localQueueURL is the queue URL the webhook functions' sqs sink sends to: FIFO, so the
-	// sink sets group and deduplication ids as it does in AWS.
-	localQueueURL = "https://sqs.local/000000000000/events.fifo"
-	// localMaxReceives is the template queue's maxReceiveCount: after as many failed
-	// deliveries, a message is dropped (in AWS it goes to the dead-letter queue).
-	localMaxReceives = 5
-	// localRedeliveryDelay stands in for the visibility timeout before a failed record is
-	// delivered again; shorter than AWS's 30 s, so a developer sees it.
+	localQueueURL        = "https://sqs.local/000000000000/events.fifo"
+	localMaxReceives     = 5
+	localBatchSize       = 10
 	localRedeliveryDelay = 2 * time.Second
-	// localBatchSize is the event source mapping's BatchSize.
-	localBatchSize = 10
 )
 
 // localQueue is the in-process stand-in for the sqs sink's FIFO queue and its event source
 // mapping: the webhook functions' sink sends to it (sink.SQS, with this as its client, so the
-// messages are those AWS would carry), and it hands the messages to the consumer function as
-// SQS batches, delivering again the records the consumer reports as failed.
-//
-// Messages sent during a webhook invocation are delivered once the invocation returned
-// (release), so the webhook's log line comes before the consumer's, as it does in AWS.
+// messages are those AWS would carry), and it hands the messages to the consumer function in
+// batches, delivering again the records the consumer reports as failed, and dropping those
+// delivered localMaxReceives times (in AWS: the dead-letter queue). Messages sent during a
+// webhook invocation are delivered once it returned (release), so the webhook's log line comes
+// before the consumer's, as in AWS.
 type localQueue struct {
 	consume func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 	timeout time.Duration
@@ -44,14 +40,9 @@ type localQueue struct {
 
 	mu      sync.Mutex
 	pending []events.SQSMessage
-	counts  map[string]int // deliveries per message id
 	sent    int
 	closed  bool
 	wg      sync.WaitGroup
-}
-
-func newLocalQueue(h *consumerhandler.Handler, timeout time.Duration, log io.Writer) *localQueue {
-	return &localQueue{consume: h.HandleSQS, timeout: timeout, log: log, counts: map[string]int{}}
 }
 
 // SendMessage queues the message; it is delivered after the next release.
@@ -67,68 +58,49 @@ func (q *localQueue) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ 
 	return &sqs.SendMessageOutput{MessageId: &id}, nil
 }
 
-// release delivers every pending message to the consumer, in batches, in the background.
-func (q *localQueue) release() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed || len(q.pending) == 0 {
+// release delivers the pending messages and again to the consumer in the background. A nil
+// queue (a template without consumer) has nothing to deliver.
+func (q *localQueue) release(again ...events.SQSMessage) {
+	if q == nil {
 		return
 	}
-	msgs := q.pending
-	q.pending = nil
-	for i := range msgs {
-		q.counts[msgs[i].MessageId]++
-		msgs[i].Attributes["ApproximateReceiveCount"] = strconv.Itoa(q.counts[msgs[i].MessageId])
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	msgs := append(q.pending, again...)
+	if q.closed || len(msgs) == 0 {
+		return
 	}
+	q.pending = nil
 	q.wg.Go(func() {
-		for start := 0; start < len(msgs); start += localBatchSize {
-			q.deliver(msgs[start:min(start+localBatchSize, len(msgs))])
+		for batch := range slices.Chunk(msgs, localBatchSize) {
+			q.deliver(batch)
 		}
 	})
 }
 
-// deliver invokes the consumer with one batch and queues its failed records again.
+// deliver invokes the consumer with one batch, and releases its failed records again after
+// localRedeliveryDelay.
 func (q *localQueue) deliver(batch []events.SQSMessage) {
+	var again []events.SQSMessage
+	for i := range batch {
+		n, _ := strconv.Atoi(batch[i].Attributes["ApproximateReceiveCount"])
+		batch[i].Attributes["ApproximateReceiveCount"] = strconv.Itoa(n + 1)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
 	defer cancel()
 	resp, err := q.consume(ctx, events.SQSEvent{Records: batch})
-	failed := map[string]bool{}
-	for _, f := range resp.BatchItemFailures {
-		failed[f.ItemIdentifier] = true
-	}
-	var again []events.SQSMessage
 	for _, m := range batch {
 		switch {
-		case err == nil && !failed[m.MessageId]:
-			q.forget(m.MessageId)
-		case q.receives(m.MessageId) >= localMaxReceives:
+		case err == nil && !slices.ContainsFunc(resp.BatchItemFailures, func(f events.SQSBatchItemFailure) bool { return f.ItemIdentifier == m.MessageId }):
+		case m.Attributes["ApproximateReceiveCount"] == strconv.Itoa(localMaxReceives):
 			fmt.Fprintf(q.log, "local queue: message %s failed %d deliveries; dropped (in AWS: the dead-letter queue)\n", m.MessageId, localMaxReceives)
-			q.forget(m.MessageId)
 		default:
 			again = append(again, m)
 		}
 	}
-	if len(again) == 0 {
-		return
+	if len(again) > 0 {
+		time.AfterFunc(localRedeliveryDelay, func() { q.release(again...) })
 	}
-	time.AfterFunc(localRedeliveryDelay, func() {
-		q.mu.Lock()
-		q.pending = append(q.pending, again...)
-		q.mu.Unlock()
-		q.release()
-	})
-}
-
-func (q *localQueue) receives(id string) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.counts[id]
-}
-
-func (q *localQueue) forget(id string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.counts, id)
 }
 
 // Close delivers nothing more and waits for the deliveries under way.

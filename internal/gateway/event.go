@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemlambda/idem/internal/samtemplate"
 )
 
 // Request-context values that only a deployed API has; local events carry these stand-ins.
@@ -25,6 +27,8 @@ const (
 	// Stage is the stage of every local event: the HTTP API's default stage, which puts no
 	// prefix in front of the path.
 	Stage = "$default"
+	// DefaultAPIID is the apiId of the gateway's events.
+	DefaultAPIID = "localapi00"
 )
 
 // timeLayout is the format of requestContext.time: "21/Apr/2020:15:08:21 +0000".
@@ -32,16 +36,11 @@ const timeLayout = "02/Jan/2006:15:04:05 -0700"
 
 // EventInput is what an event is made from besides the HTTP request.
 type EventInput struct {
-	// RouteKey is the matched route, e.g. "POST /webhooks/stripe" or "$default".
-	RouteKey string
-	// PathParameters are the values of the route's {name} parameters, nil when it has none.
-	PathParameters map[string]string
-	// APIID is the API's ID, which is also the first label of its domain name.
-	APIID string
-	// RequestID is the gateway's request ID (also sent back as apigw-requestid).
-	RequestID string
-	// Time is when the gateway received the request.
-	Time time.Time
+	RouteKey       string            // the matched route, e.g. "POST /webhooks/stripe" or "$default"
+	PathParameters map[string]string // the values of the route's parameters (PathParameters)
+	APIID          string            // the API's ID
+	RequestID      string            // the gateway's request ID (also sent back as apigw-requestid)
+	Time           time.Time         // when the gateway received the request
 }
 
 // NewEvent returns the payload v2.0 event API Gateway HTTP API would hand a Lambda
@@ -53,68 +52,25 @@ type EventInput struct {
 //   - rawPath and rawQueryString as sent, queryStringParameters decoded, with the values of a
 //     repeated parameter joined with commas;
 //   - body base64-encoded, with isBase64Encoded set, when it is not valid UTF-8 or its
-//     content-type is not a text type (IsText).
+//     content-type is not a text type (isText).
 func NewEvent(r *http.Request, body []byte, in EventInput) events.APIGatewayV2HTTPRequest {
-	headers := map[string]string{}
-	var cookies []string
-	for name, values := range r.Header {
-		lower := strings.ToLower(name)
-		if lower == "cookie" {
-			for _, v := range values {
-				for c := range strings.SplitSeq(v, ";") {
-					if c = strings.TrimSpace(c); c != "" {
-						cookies = append(cookies, c)
-					}
-				}
-			}
-			continue
-		}
-		headers[lower] = strings.Join(values, ",")
+	sourceIP := r.RemoteAddr
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		sourceIP = h
 	}
-	headers["host"] = r.Host
-	if len(body) > 0 {
-		headers["content-length"] = strconv.Itoa(len(body)) // a chunked body arrives whole
-	}
-	delete(headers, "transfer-encoding")
-	sourceIP := clientIP(r)
-	if prior := headers["x-forwarded-for"]; prior != "" {
-		headers["x-forwarded-for"] = prior + ", " + sourceIP
-	} else {
-		headers["x-forwarded-for"] = sourceIP
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if _, port, err := net.SplitHostPort(r.Host); err == nil {
-		headers["x-forwarded-port"] = port
-	} else if scheme == "https" {
-		headers["x-forwarded-port"] = "443"
-	} else {
-		headers["x-forwarded-port"] = "80"
-	}
-	headers["x-forwarded-proto"] = scheme
-	if headers["x-amzn-trace-id"] == "" {
-		headers["x-amzn-trace-id"] = traceID(in.Time)
-	}
-
+	headers, cookies := eventHeaders(r, body, sourceIP, in.Time)
 	var query map[string]string
-	if r.URL.RawQuery != "" {
-		values, _ := url.ParseQuery(r.URL.RawQuery) // a malformed pair is skipped, as the gateway does
-		if len(values) > 0 {
-			query = make(map[string]string, len(values))
-			for k, v := range values {
-				query[k] = strings.Join(v, ",")
-			}
+	if values, _ := url.ParseQuery(r.URL.RawQuery); len(values) > 0 { // a malformed pair is skipped, as the gateway does
+		query = make(map[string]string, len(values))
+		for k, v := range values {
+			query[k] = strings.Join(v, ",")
 		}
 	}
-
 	host := r.Host
 	if h, _, err := net.SplitHostPort(r.Host); err == nil {
 		host = h
 	}
 	prefix, _, _ := strings.Cut(host, ".")
-
 	ev := events.APIGatewayV2HTTPRequest{
 		Version:               "2.0",
 		RouteKey:              in.RouteKey,
@@ -143,67 +99,110 @@ func NewEvent(r *http.Request, body []byte, in EventInput) events.APIGatewayV2HT
 			},
 		},
 	}
-	if len(body) > 0 {
-		if utf8.Valid(body) && IsText(r.Header.Get("Content-Type")) {
-			ev.Body = string(body)
-		} else {
-			ev.Body = base64.StdEncoding.EncodeToString(body)
-			ev.IsBase64Encoded = true
-		}
+	switch {
+	case len(body) == 0:
+	case utf8.Valid(body) && isText(r.Header.Get("Content-Type")):
+		ev.Body = string(body)
+	default:
+		ev.Body = base64.StdEncoding.EncodeToString(body)
+		ev.IsBase64Encoded = true
 	}
-	slices.Sort(ev.Cookies)
 	return ev
 }
 
-// IsText reports whether a body of the given content-type travels as text in an event, rather
+// eventHeaders returns the headers and the cookies of r's event, as NewEvent describes them.
+func eventHeaders(r *http.Request, body []byte, sourceIP string, received time.Time) (map[string]string, []string) {
+	headers := map[string]string{}
+	var cookies []string
+	for name, values := range r.Header {
+		headers[strings.ToLower(name)] = strings.Join(values, ",")
+	}
+	for _, c := range strings.Split(strings.Join(r.Header.Values("Cookie"), ";"), ";") {
+		if c = strings.TrimSpace(c); c != "" {
+			cookies = append(cookies, c)
+		}
+	}
+	slices.Sort(cookies)
+	delete(headers, "cookie")
+	delete(headers, "transfer-encoding")
+	headers["host"] = r.Host
+	if len(body) > 0 {
+		headers["content-length"] = strconv.Itoa(len(body)) // a chunked body arrives whole
+	}
+	headers["x-forwarded-for"] = strings.TrimPrefix(headers["x-forwarded-for"]+", "+sourceIP, ", ")
+	scheme, port := "http", "80"
+	if r.TLS != nil {
+		scheme, port = "https", "443"
+	}
+	if _, p, err := net.SplitHostPort(r.Host); err == nil {
+		port = p
+	}
+	headers["x-forwarded-port"], headers["x-forwarded-proto"] = port, scheme
+	if headers["x-amzn-trace-id"] == "" {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		headers["x-amzn-trace-id"] = fmt.Sprintf("Root=1-%08x-%s", received.Unix(), hex.EncodeToString(b[:]))
+	}
+	return headers, cookies
+}
+
+// isText reports whether a body of the given content-type travels as text in an event, rather
 // than base64-encoded: no content-type at all, text/*, and the structured-text application
 // types (JSON, XML, JavaScript, form-encoded, GraphQL, YAML, and any +json or +xml suffix).
-func IsText(contentType string) bool {
+func isText(contentType string) bool {
 	if strings.TrimSpace(contentType) == "" {
 		return true
 	}
 	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
+	switch {
+	case err != nil:
 		return false
-	}
-	if strings.HasPrefix(mt, "text/") || strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml") {
+	case strings.HasPrefix(mt, "text/"), strings.HasSuffix(mt, "+json"), strings.HasSuffix(mt, "+xml"):
 		return true
 	}
-	switch mt {
-	case "application/json", "application/xml", "application/javascript", "application/x-www-form-urlencoded",
-		"application/graphql", "application/x-ndjson", "application/yaml", "application/x-yaml":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"application/json", "application/xml", "application/javascript", "application/x-www-form-urlencoded",
+		"application/graphql", "application/x-ndjson", "application/yaml", "application/x-yaml"}, mt)
 }
 
-// clientIP is the peer's address without its port.
-func clientIP(r *http.Request) string {
-	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return h
+// PathParameters matches the escaped path against the path of route r and returns the values
+// of its {name} and greedy {name+} parameters, decoded as the gateway passes them (nil when it
+// has none), or false when the path does not match.
+func PathParameters(r samtemplate.Route, escapedPath string) (map[string]string, bool) {
+	if r.Path == "$default" {
+		return nil, true
 	}
-	return r.RemoteAddr
-}
-
-// NewRequestID returns a random request ID shaped like API Gateway's, e.g. "LV7fzho-PHcEJPw=".
-func NewRequestID() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return RequestID(b)
+	want, got := strings.Split(r.Path, "/"), strings.Split(escapedPath, "/")
+	var params map[string]string
+	for i, seg := range want {
+		name, isParam := strings.CutPrefix(seg, "{")
+		name, closed := strings.CutSuffix(name, "}")
+		name, greedy := strings.CutSuffix(name, "+")
+		isParam, greedy = isParam && closed, greedy && isParam && closed
+		if i >= len(got) {
+			return nil, false
+		}
+		if greedy {
+			got[i] = strings.Join(got[i:], "/")
+			got = got[:i+1]
+		}
+		v, err := url.PathUnescape(got[i])
+		switch {
+		case err != nil, !isParam && v != seg, isParam && v == "":
+			return nil, false
+		case isParam:
+			if params == nil {
+				params = map[string]string{}
+			}
+			params[name] = v
+		}
+	}
+	return params, len(got) == len(want)
 }
 
 // RequestID returns the request ID API Gateway's shape gives seed: its first 11 bytes in
 // URL-safe base64, e.g. "LV7fzho-PHcEJPw=".
 func RequestID(seed [32]byte) string {
 	return base64.URLEncoding.EncodeToString(seed[:11])
-}
-
-// traceID returns an X-Ray trace header like the one the gateway adds:
-// Root=1-<8 hex digits of Unix seconds>-<24 random hex digits>.
-func traceID(t time.Time) string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("Root=1-%08x-%s", t.Unix(), hex.EncodeToString(b[:]))
 }
 
 // newUUID returns a random version 4 UUID, the shape of a Lambda request ID.

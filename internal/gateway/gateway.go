@@ -4,20 +4,24 @@
 // the route's handler in-process with the function's timeout as its deadline, and writes the
 // events.APIGatewayV2HTTPResponse back as the gateway would.
 //
-// What the gateway itself answers is answered the same way here: a request no route matches
-// gets 404 {"message":"Not Found"}; a handler that returns an error, panics, runs past its
-// timeout or returns a malformed response gets 500 {"message":"Internal Server Error"}; a
-// body over the gateway's 10 MB payload quota gets 413 {"message":"Request Entity Too Large"}.
+// Routes are matched by net/http's ServeMux, whose precedence is the gateway's for the routes
+// a template declares: a literal segment before a {name} parameter, a greedy {name+} parameter
+// last, a route's own method before ANY, and $default for whatever else (routes it cannot order,
+// such as GET /a/{x+} beside ANY /a/{id}, are refused by New). What the gateway itself
+// answers is answered the same way here: a request no route matches gets 404
+// {"message":"Not Found"}; a handler that returns an error, panics, runs past its timeout or
+// returns a malformed response gets 500 {"message":"Internal Server Error"}; a body over the
+// gateway's 10 MB payload quota gets 413 {"message":"Request Entity Too Large"}.
 package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -30,151 +34,111 @@ import (
 // MaxBody is the largest request body accepted: API Gateway's 10 MB payload quota.
 const MaxBody = 10 << 20
 
-// DefaultAPIID is the apiId of local events unless WithAPIID says otherwise.
-const DefaultAPIID = "localapi00"
-
 // Handler is a Lambda handler for HTTP API payload v2.0 events, such as the Handle method of
 // this repository's function handlers.
 type Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// Function is one Lambda function behind the gateway.
+// Function is one Lambda function behind the gateway: the template's function, whose Routes it
+// serves and whose Timeout is the deadline of each invocation (after which the gateway answers
+// 500, as when Lambda ends a timed-out invocation), and its handler.
 type Function struct {
-	// Name is the function's logical ID in the template.
-	Name string
-	// Timeout is the function's Timeout: the deadline of each invocation's context, after
-	// which the gateway answers 500 as it does when Lambda ends a timed-out invocation.
-	Timeout time.Duration
-	// Handler runs one invocation.
+	samtemplate.Function
 	Handler Handler
 }
-
-// Option changes a Gateway's defaults.
-type Option func(*Gateway)
-
-// WithLog sends one line per request (method, path, route, function, status, duration) to w.
-// Default os.Stderr; nil discards them.
-func WithLog(w io.Writer) Option { return func(g *Gateway) { g.log = w } }
-
-// WithClock replaces time.Now for the events' time and timeEpoch. Default time.Now.
-func WithClock(now func() time.Time) Option { return func(g *Gateway) { g.now = now } }
-
-// WithAPIID sets the events' apiId. Default DefaultAPIID.
-func WithAPIID(id string) Option { return func(g *Gateway) { g.apiID = id } }
 
 // Gateway serves routes by invoking their functions. It is an http.Handler, safe for
 // concurrent use; every request is one invocation, run concurrently with the others, as
 // Lambda runs concurrent requests in separate execution environments.
 type Gateway struct {
-	routes    []compiledRoute
-	functions map[string]Function
-	log       io.Writer
-	now       func() time.Time
-	apiID     string
+	mux    *http.ServeMux // matches only: the pattern found names the route
+	routes map[string]route
+	log    io.Writer
 }
 
-// New returns a gateway serving routes, each invoking the function of functions named by its
-// Function field. It is an error for a route to name a function that is not given.
-func New(routes []samtemplate.Route, functions []Function, opts ...Option) (*Gateway, error) {
-	g := &Gateway{functions: map[string]Function{}, log: os.Stderr, now: time.Now, apiID: DefaultAPIID}
-	for _, o := range opts {
-		o(g)
-	}
-	if g.log == nil {
-		g.log = io.Discard
-	}
+type route struct {
+	samtemplate.Route
+	fn Function
+}
+
+// New returns a gateway serving the routes of functions, that writes one access line per
+// request to log (method, path, function, status, duration). It is an error for two routes to
+// serve the same requests.
+func New(functions []Function, log io.Writer) (*Gateway, error) {
+	g := &Gateway{mux: http.NewServeMux(), routes: map[string]route{}, log: log}
 	for _, f := range functions {
-		if f.Handler == nil || f.Timeout <= 0 {
-			return nil, fmt.Errorf("gateway: function %s: needs a handler and a positive timeout", f.Name)
+		for _, r := range f.Routes {
+			pattern := "/" // $default
+			if r.Path != "$default" {
+				pattern = strings.TrimPrefix(r.Method+" ", "ANY ") + strings.ReplaceAll(r.Path, "+}", "...}")
+			}
+			if err := register(g.mux, pattern); err != nil {
+				return nil, fmt.Errorf("gateway: route %s of %s: %v", r.Key(), f.LogicalID, err)
+			}
+			g.routes[pattern] = route{r, f}
 		}
-		g.functions[f.Name] = f
-	}
-	for _, r := range routes {
-		if _, ok := g.functions[r.Function]; !ok {
-			return nil, fmt.Errorf("gateway: route %s: no function %s", r.Key(), r.Function)
-		}
-		c, err := compile(r)
-		if err != nil {
-			return nil, err
-		}
-		g.routes = append(g.routes, c)
 	}
 	return g, nil
 }
 
-// Match returns the route that serves method on the (escaped) path and its path parameters,
-// or false when none does.
-func (g *Gateway) Match(method, escapedPath string) (samtemplate.Route, map[string]string, bool) {
-	var best *compiledRoute
-	var bestParams map[string]string
-	for i := range g.routes {
-		params, ok := g.routes[i].match(method, escapedPath)
-		if ok && (best == nil || g.routes[i].better(*best)) {
-			best, bestParams = &g.routes[i], params
+// register adds pattern to mux, turning ServeMux's panic for a malformed or conflicting pattern
+// into an error.
+func register(mux *http.ServeMux, pattern string) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%v", v)
 		}
-	}
-	if best == nil {
-		return samtemplate.Route{}, nil, false
-	}
-	return best.Route, bestParams, true
+	}()
+	mux.Handle(pattern, http.NotFoundHandler())
+	return nil
 }
 
-// gatewayError writes one of the gateway's own JSON answers.
-func gatewayError(w http.ResponseWriter, status int, message string) {
+// gatewayError writes one of the gateway's own JSON answers and returns its status.
+func gatewayError(w http.ResponseWriter, status int) int {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, "{\"message\":%q}", message)
+	fmt.Fprintf(w, "{\"message\":%q}", http.StatusText(status))
+	return status
 }
 
 // ServeHTTP serves one request as API Gateway would.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	received := g.now()
-	requestID := NewRequestID()
+	received := time.Now()
+	var seed [32]byte
+	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails
+	requestID := RequestID(seed)
 	w.Header().Set("Apigw-Requestid", requestID)
 	status, target := 0, "-"
 	defer func() {
-		fmt.Fprintf(g.log, "%s %s %s -> %s %d %s\n", start.Format("15:04:05.000"), bounded(r.Method, maxLoggedMethod), bounded(r.URL.RequestURI(), maxLoggedURI),
-			target, status, time.Since(start).Round(10*time.Microsecond))
+		fmt.Fprintf(g.log, "%s %s %s -> %s %d %s\n", received.Format("15:04:05.000"), bounded(r.Method, maxLoggedMethod), bounded(r.URL.RequestURI(), maxLoggedURI),
+			target, status, time.Since(received).Round(10*time.Microsecond))
 	}()
 
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			status = http.StatusRequestEntityTooLarge
-			gatewayError(w, status, "Request Entity Too Large")
-			return
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			status = gatewayError(w, http.StatusRequestEntityTooLarge)
+		} else {
+			status = gatewayError(w, http.StatusBadRequest)
 		}
-		status = http.StatusBadRequest
-		gatewayError(w, status, "Bad Request")
 		return
 	}
-
-	route, params, ok := g.Match(r.Method, r.URL.EscapedPath())
-	if !ok {
-		status = http.StatusNotFound
-		gatewayError(w, status, "Not Found")
+	_, pattern := g.mux.Handler(r)
+	rt, ok := g.routes[pattern]
+	params, matched := PathParameters(rt.Route, r.URL.EscapedPath())
+	if !ok || !matched { // matched is false for a path ServeMux would clean first
+		status = gatewayError(w, http.StatusNotFound)
 		return
 	}
-	fn := g.functions[route.Function]
-	target = fn.Name
-	ev := NewEvent(r, body, EventInput{
-		RouteKey:       route.Key(),
-		PathParameters: params,
-		APIID:          g.apiID,
-		RequestID:      requestID,
-		Time:           received,
-	})
-	resp, err := g.invoke(r.Context(), fn, ev)
+	target = rt.fn.LogicalID
+	ev := NewEvent(r, body, EventInput{RouteKey: rt.Key(), PathParameters: params, APIID: DefaultAPIID, RequestID: requestID, Time: received})
+	resp, err := invoke(r.Context(), rt.fn, ev)
+	if err == nil {
+		status, err = writeResponse(w, resp)
+	} else {
+		status = gatewayError(w, http.StatusInternalServerError)
+	}
 	if err != nil {
-		fmt.Fprintf(g.log, "%s %s: %v\n", fn.Name, requestID, err)
-		status = http.StatusInternalServerError
-		gatewayError(w, status, "Internal Server Error")
-		return
-	}
-	status, err = WriteResponse(w, resp)
-	if err != nil {
-		fmt.Fprintf(g.log, "%s %s: %v\n", fn.Name, requestID, err)
+		fmt.Fprintf(g.log, "%s %s: %v\n", rt.fn.LogicalID, requestID, err)
 	}
 }
 
@@ -186,91 +150,75 @@ const (
 )
 
 // bounded returns s cut to at most max bytes, with the number of bytes left out, and with
-// control characters (a newline would forge a line) written as %XX.
+// control characters (a newline would forge a line) written as "?".
 func bounded(s string, max int) string {
 	cut := ""
 	if len(s) > max {
-		cut = fmt.Sprintf("...(%d more bytes)", len(s)-max)
-		s = s[:max]
+		s, cut = s[:max], fmt.Sprintf("...(%d more bytes)", len(s)-max)
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			fmt.Fprintf(&b, "%%%02X", c)
-		} else {
-			b.WriteByte(c)
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
 		}
-	}
-	return b.String() + cut
+		return r
+	}, s) + cut
 }
 
 // ErrTimeout is returned by an invocation that outlived its function's timeout.
 var ErrTimeout = errors.New("gateway: task timed out")
 
-// result is what one invocation returned.
-type result struct {
-	resp events.APIGatewayV2HTTPResponse
-	err  error
-}
-
 // invoke runs one invocation of fn. Its context carries a Lambda context (request ID and
 // function ARN) and ends at the function's timeout; it is not cancelled when the client goes
 // away, since Lambda does not stop an invocation for that either. Past the timeout the
 // invocation is abandoned, as Lambda would stop it, and ErrTimeout returned.
-func (g *Gateway) invoke(parent context.Context, fn Function, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func invoke(parent context.Context, fn Function, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), fn.Timeout)
 	defer cancel()
 	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
 		AwsRequestID:       newUUID(),
-		InvokedFunctionArn: "arn:aws:lambda:us-east-1:" + AccountID + ":function:" + fn.Name,
+		InvokedFunctionArn: "arn:aws:lambda:us-east-1:" + AccountID + ":function:" + fn.LogicalID,
 	})
-	done := make(chan result, 1)
+	var resp events.APIGatewayV2HTTPResponse
+	done := make(chan error, 1)
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				done <- result{err: fmt.Errorf("gateway: %s panicked: %v", fn.Name, v)}
+				done <- fmt.Errorf("gateway: %s panicked: %v", fn.LogicalID, v)
 			}
 		}()
-		resp, err := fn.Handler(ctx, ev)
-		done <- result{resp: resp, err: err}
+		var err error
+		if resp, err = fn.Handler(ctx, ev); err != nil {
+			err = fmt.Errorf("gateway: %s returned an error: %w", fn.LogicalID, err)
+		}
+		done <- err
 	}()
 	select {
-	case res := <-done:
-		if res.err != nil {
-			return res.resp, fmt.Errorf("gateway: %s returned an error: %w", fn.Name, res.err)
-		}
-		return res.resp, nil
+	case err := <-done:
+		return resp, err
 	case <-ctx.Done():
 		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("%w after %.2f seconds", ErrTimeout, fn.Timeout.Seconds())
 	}
 }
 
-// WriteResponse writes a handler's response as the gateway does: the status, the headers
-// (and multi-value headers), one Set-Cookie per cookie, and the body, base64-decoded when
-// isBase64Encoded is set. A status outside 100-599 or a body that is not the base64 it claims
-// to be is a malformed response, answered with 500 as the gateway answers it. It returns the
+// writeResponse writes a handler's response as the gateway does for payload 2.0: the status,
+// the headers (multiValueHeaders is no part of that format), one Set-Cookie per cookie, and the
+// body, base64-decoded when isBase64Encoded is set. A status outside 100-599 or a body that is
+// not the base64 it claims to be is a malformed response, answered with 500. It returns the
 // status written.
-func WriteResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) (int, error) {
+func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) (int, error) {
 	if resp.StatusCode < 100 || resp.StatusCode > 599 {
-		gatewayError(w, http.StatusInternalServerError, "Internal Server Error")
-		return http.StatusInternalServerError, fmt.Errorf("gateway: malformed response: status %d", resp.StatusCode)
+		return gatewayError(w, http.StatusInternalServerError), fmt.Errorf("gateway: malformed response: status %d", resp.StatusCode)
 	}
 	body := []byte(resp.Body)
 	if resp.IsBase64Encoded {
 		var err error
 		if body, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
-			gatewayError(w, http.StatusInternalServerError, "Internal Server Error")
-			return http.StatusInternalServerError, fmt.Errorf("gateway: malformed response: body is not base64: %w", err)
+			return gatewayError(w, http.StatusInternalServerError), fmt.Errorf("gateway: malformed response: body is not base64: %w", err)
 		}
 	}
 	h := w.Header()
 	for k, v := range resp.Headers {
 		h.Set(k, v)
-	}
-	for k, vs := range resp.MultiValueHeaders {
-		for _, v := range vs {
-			h.Add(k, v)
-		}
 	}
 	for _, c := range resp.Cookies {
 		h.Add("Set-Cookie", c)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemlambda/idem/internal/devapi"
 	paymentshandler "github.com/idemlambda/idem/internal/functions/payments/handler"
 	webhookhandler "github.com/idemlambda/idem/internal/functions/webhook/handler"
 	"github.com/idemlambda/idem/internal/samples"
@@ -33,7 +32,7 @@ const (
 // it can deploy, which is every preset.
 const (
 	defaultProviders = ""
-	everyPreset      = devapi.AllProviders
+	everyPreset      = samtemplate.AllProviders
 )
 
 func load(t *testing.T) (*samtemplate.Template, []samples.Sample) {
@@ -45,14 +44,7 @@ func load(t *testing.T) (*samtemplate.Template, []samples.Sample) {
 // everyPreset), with its samples.
 func loadTemplate(t *testing.T, providers string) (*samtemplate.Template, []samples.Sample) {
 	t.Helper()
-	var params map[string]string
-	if providers != defaultProviders {
-		var err error
-		if params, err = devapi.ResolveParameters(templatePath, map[string]string{devapi.ProvidersParameter: providers}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tpl, err := samtemplate.LoadWithParameters(templatePath, params)
+	tpl, err := samtemplate.LoadProviders(templatePath, providers)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package samtemplate_test
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"reflect"
@@ -30,8 +29,8 @@ func webhookFunctions(t *testing.T, tpl *samtemplate.Template) map[string]string
 			continue
 		}
 		got[f.LogicalID] = f.Env["WEBHOOK_PROVIDER"]
-		if len(f.Routes) != 1 || f.Routes[0].Key() != "POST /webhooks/"+f.Env["WEBHOOK_PROVIDER"] || f.Routes[0].API != "HttpApi" {
-			t.Errorf("%s (%s): routes %+v, want POST /webhooks/<provider> on HttpApi", f.LogicalID, f.Env["WEBHOOK_PROVIDER"], f.Routes)
+		if len(f.Routes) != 1 || f.Routes[0].Key() != "POST /webhooks/"+f.Env["WEBHOOK_PROVIDER"] {
+			t.Errorf("%s (%s): routes %+v, want POST /webhooks/<provider>", f.LogicalID, f.Env["WEBHOOK_PROVIDER"], f.Routes)
 		}
 	}
 	return got
@@ -48,7 +47,7 @@ func TestTheDefaultProvidersKeepTheirLogicalIDs(t *testing.T) {
 }
 
 func TestWebhookProvidersChoosesTheFunctions(t *testing.T) {
-	tpl, err := samtemplate.LoadWithParameters(templatePath, map[string]string{"WebhookProviders": "Stripe, CoinbaseCommerce,Twilio"})
+	tpl, err := samtemplate.LoadProviders(templatePath, "Stripe, CoinbaseCommerce,Twilio")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +58,23 @@ func TestWebhookProvidersChoosesTheFunctions(t *testing.T) {
 	if _, ok := tpl.Function("PaymentsFunction"); !ok {
 		t.Error("the payments function is gone")
 	}
-	if _, err := samtemplate.LoadWithParameters(templatePath, map[string]string{"NoSuchParameter": "x"}); !errors.Is(err, samtemplate.ErrTemplate) {
-		t.Errorf("an unknown parameter: %v, want ErrTemplate", err)
+	// A name that is no key of the mapping is refused with the keys.
+	for _, bad := range []string{"stripe", "Stripe,Bogus", ","} {
+		_, err := samtemplate.LoadProviders(templatePath, bad)
+		if !errors.Is(err, samtemplate.ErrUnknownProvider) || !strings.Contains(err.Error(), "CoinbaseCommerce") {
+			t.Errorf("LoadProviders(%q): %v, want ErrUnknownProvider naming the keys", bad, err)
+		}
 	}
-	if _, err := samtemplate.LoadWithParameters(templatePath, map[string]string{"WebhookProviders": "Stripe,stripe"}); !errors.Is(err, samtemplate.ErrTemplate) {
-		t.Errorf("a key that is not in the WebhookProvider mapping: %v, want ErrTemplate", err)
+}
+
+func TestAllProvidersIsEveryProviderTheTemplateCanDeploy(t *testing.T) {
+	keys, _ := mappingKeys(t)
+	tpl, err := samtemplate.LoadProviders(templatePath, samtemplate.AllProviders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := webhookFunctions(t, tpl); len(got) != len(keys) || len(keys) < 20 {
+		t.Errorf("%d webhook functions for the %d keys of the mapping", len(got), len(keys))
 	}
 }
 
@@ -112,7 +123,7 @@ func TestEveryPresetCanBeDeployed(t *testing.T) {
 	if !slices.Equal(keys, allowed) {
 		t.Errorf("rule WebhookProvidersAreKnown accepts %v, the mapping has %v", allowed, keys)
 	}
-	tpl, err := samtemplate.LoadWithParameters(templatePath, map[string]string{"WebhookProviders": strings.Join(keys, ",")})
+	tpl, err := samtemplate.LoadProviders(templatePath, strings.Join(keys, ","))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,100 +148,5 @@ func TestEveryPresetCanBeDeployed(t *testing.T) {
 		if got[id] != p {
 			t.Errorf("%s runs %q, want %s", id, got[id], p)
 		}
-	}
-}
-
-func expand(t *testing.T, src string, params map[string]string) (map[string]any, error) {
-	t.Helper()
-	var doc map[string]any
-	if err := json.Unmarshal([]byte(src), &doc); err != nil {
-		t.Fatal(err)
-	}
-	err := samtemplate.ApplyLanguageExtensions(doc, params)
-	return doc, err
-}
-
-func TestForEachFollowsTheDocumentedRules(t *testing.T) {
-	src := `{
-	  "Transform": ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"],
-	  "Parameters": {"Names": {"Type": "CommaDelimitedList", "Default": "a-b, c"}},
-	  "Mappings": {"M": {"a-b": {"V": "one"}, "c": {"V": "two"}}},
-	  "Resources": {
-	    "Fixed": {"Type": "T"},
-	    "Fn::ForEach::Outer": ["N", {"Ref": "Names"}, {
-	      "R&{N}": {"Type": "T", "Properties": {
-	        "Name": "${N}", "Ref": {"Ref": "N"}, "Sub": {"Fn::Sub": "${R&{N}}-${AWS::Region}"},
-	        "Found": {"Fn::FindInMap": ["M", {"Ref": "N"}, "V"]},
-	        "Fn::ForEach::Tags": ["X", ["x", "y"], {"Tag${X}": "${N}/${X}"}]
-	      }},
-	      "Fn::ForEach::Inner": ["I", ["1", "${N}"], {"R&{N}x&{I}": {"Type": "U"}}]
-	    }]
-	  },
-	  "Outputs": {"Fn::ForEach::Out": ["N", ["z"], {"O${N}": {"Value": {"Ref": "Fixed"}}}]}
-	}`
-	doc, err := expand(t, src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{
-		"Fixed": map[string]any{"Type": "T"},
-		"Rab": map[string]any{"Type": "T", "Properties": map[string]any{
-			"Name": "a-b", "Ref": "a-b", "Sub": map[string]any{"Fn::Sub": "${Rab}-${AWS::Region}"},
-			"Found": "one", "Tagx": "a-b/x", "Tagy": "a-b/y",
-		}},
-		"Rc": map[string]any{"Type": "T", "Properties": map[string]any{
-			"Name": "c", "Ref": "c", "Sub": map[string]any{"Fn::Sub": "${Rc}-${AWS::Region}"},
-			"Found": "two", "Tagx": "c/x", "Tagy": "c/y",
-		}},
-		"Rabx1": map[string]any{"Type": "U"}, "Rabxab": map[string]any{"Type": "U"},
-		"Rcx1": map[string]any{"Type": "U"}, "Rcxc": map[string]any{"Type": "U"},
-	}
-	if !reflect.DeepEqual(doc["Resources"], want) {
-		got, _ := json.MarshalIndent(doc["Resources"], "", " ")
-		t.Errorf("resources:\n%s", got)
-	}
-	if _, ok := doc["Outputs"].(map[string]any)["Oz"]; !ok {
-		t.Errorf("outputs %v, want Oz", doc["Outputs"])
-	}
-
-	// A given value replaces the parameter's default.
-	doc, err = expand(t, src, map[string]string{"Names": "c"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := doc["Resources"].(map[string]any)["Rab"]; ok {
-		t.Error("Names=c still makes Rab")
-	}
-}
-
-func TestForEachRefusesWhatCloudFormationRefuses(t *testing.T) {
-	base := `{
-	  "Transform": "AWS::LanguageExtensions",
-	  "Parameters": {"Names": {"Type": "CommaDelimitedList", "Default": "a,b"}, "One": {"Type": "String", "Default": "a"}},
-	  "Mappings": {"M": {"a": {"V": "x"}}},
-	  "Resources": {"Fn::ForEach::L": ["N", {"Ref": "Names"}, {"R${N}": {"Type": "T"}}]}
-	}`
-	for name, edit := range map[string][2]string{
-		"no transform":         {`"Transform": "AWS::LanguageExtensions",`, ""},
-		"a string parameter":   {`{"Ref": "Names"}`, `{"Ref": "One"}`},
-		"no such parameter":    {`{"Ref": "Names"}`, `{"Ref": "Nothing"}`},
-		"a repeated value":     {`"Default": "a,b"`, `"Default": "a,a"`},
-		"a key written twice":  {`"Resources": {`, `"Resources": {"Ra": {"Type": "T"}, `},
-		"a key without the id": {`"R${N}"`, `"R"`},
-		"a malformed loop":     {`["N", {"Ref": "Names"}, {"R${N}": {"Type": "T"}}]`, `["N", {"Ref": "Names"}]`},
-		"a missing map key":    {`{"Type": "T"}`, `{"Type": "T", "P": {"Fn::FindInMap": ["M", "${N}", "V"]}}`},
-	} {
-		t.Run(name, func(t *testing.T) {
-			src := strings.Replace(base, edit[0], edit[1], 1)
-			if src == base {
-				t.Fatalf("edit %q did not apply", edit[0])
-			}
-			if _, err := expand(t, src, nil); !errors.Is(err, samtemplate.ErrTemplate) {
-				t.Fatalf("ApplyLanguageExtensions: %v, want ErrTemplate", err)
-			}
-		})
-	}
-	if _, err := expand(t, base, nil); err != nil {
-		t.Fatalf("the unedited template: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package devapi
+package embeddedredis_test
 
 import (
 	"context"
@@ -7,17 +7,26 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemlambda/idem/internal/embeddedredis"
 	"github.com/idemlambda/idem/pkg/idem"
 )
 
-// On miniredis, which cannot compile a shebang line, the core's scripts run through the hook at
-// the budget's cost: 2 round trips for every first execution (EVAL with the source, then EVALSHA
+// On a miniredis, which cannot compile a shebang line by itself, the core's scripts run at the
+// budget's cost: 2 round trips for every first execution (EVAL with the source, then EVALSHA
 // of the script as sent), 1 for a replay.
 func TestCoreScriptsRunOnMiniredisWithinTheBudget(t *testing.T) {
-	m := miniredis.RunT(t)
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	embeddedredis.RunShebangScripts(m)
+	var err error
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer c.Close()
-	c.AddHook(&scriptFlags{})
 	g, err := idem.New(c)
 	if err != nil {
 		t.Fatal(err)
