@@ -10,6 +10,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemlambda/idem/pkg/idem/internal/unencodable"
 )
 
 // Client is the part of a go-redis client the guard uses. *redis.Client,
@@ -294,8 +296,8 @@ func (g *Guard) run(ctx context.Context, c *call, work Work) (Result, error) {
 func (g *Guard) runIn(ctx context.Context, c *call, work Work) (Result, error) {
 	res, err := runWork(ctx, work)
 	if err != nil {
-		if unencodable := (*unencodableError)(nil); errors.As(err, &unencodable) {
-			res, err, c.unreplayable = Result{}, nil, unencodable.err
+		if unenc := (*unencodable.Error)(nil); errors.As(err, &unenc) {
+			res, err, c.unreplayable = Result{}, nil, unenc.Err
 		}
 	}
 	expires := g.opts.now().Add(g.opts.resultTTL)
@@ -307,12 +309,6 @@ func (g *Guard) runIn(ctx context.Context, c *call, work Work) (Result, error) {
 	}
 	return res, err
 }
-
-// unencodableError is the error of a work that ran and succeeded, but whose result could not be
-// encoded (Wrap's JSON): the guard keeps a marker instead of releasing the claim.
-type unencodableError struct{ err error }
-
-func (e *unencodableError) Error() string { return e.err.Error() }
 
 // released turns the reply to the release script into the outcome of failed work.
 func released(out Outcome, werr error, n int64, err error) (Outcome, error) {
@@ -366,8 +362,7 @@ func (g *Guard) runUnguarded(ctx context.Context, work Work) (Outcome, error) {
 	wctx, cancel := newWorkContext(ctx, deadline, &call{}, false)
 	defer cancel()
 	res, err := runWork(wctx, work)
-	var unencodable *unencodableError
-	if errors.As(err, &unencodable) {
+	if unenc := (*unencodable.Error)(nil); errors.As(err, &unenc) {
 		return Outcome{Kind: ExecutedUnguarded, RoundTrips: 1, Ran: true}, nil
 	}
 	if err != nil {

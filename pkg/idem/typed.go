@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/idemlambda/idem/pkg/idem/internal/unencodable"
 )
 
 // Wrap returns fn guarded by g: a function with fn's signature that runs fn at most once per
@@ -57,7 +59,7 @@ func Wrap[In, Out any](g *Guard, scope string, key func(In) string, fingerprint 
 			body, err := json.Marshal(v)
 			if err != nil {
 				// fn ran: keep a marker rather than release the claim and run it again.
-				return Result{}, &unencodableError{fmt.Errorf("idem: encode the result as JSON: %w", err)}
+				return Result{}, &unencodable.Error{Err: fmt.Errorf("idem: encode the result as JSON: %w", err)}
 			}
 			return Result{Body: body}, nil
 		})

@@ -38,6 +38,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/pkg/idem"
+	"github.com/idemlambda/idem/pkg/idem/internal/unencodable"
 )
 
 // DefaultScope is the idempotency key scope of the records unless WithScope says otherwise.
@@ -113,7 +114,10 @@ type Handler[Out any] struct {
 // New returns a Handler that runs fn once per record key under g. fn's result is stored as
 // JSON (encoding/json: exported fields only) and decoded for every replay; an error from fn
 // releases the record's claim and lists the record in BatchItemFailures, so its redelivery
-// runs fn again. fn's context ends before the record's claim can expire (see idem.Guard.Do).
+// runs fn again. A result that cannot be stored (one encoding/json refuses, or over 256 KiB
+// encoded) is not an error of fn: fn ran, so the guard keeps a marker in its place, the record
+// is NotReplayable and not listed, and a redelivery of it does not run fn again. fn's context
+// ends before the record's claim can expire (see idem.Guard.Do).
 //
 // A nil guard or fn, or a scope idem.Key.Validate refuses, is an error here, at construction,
 // never a panic at the first batch.
@@ -149,8 +153,8 @@ type Record[Out any] struct {
 	// Duplicate is true for a record whose key an earlier record of the batch holds: it did
 	// not run, and has the earlier record's outcome (Replayed when that one succeeded).
 	Duplicate bool
-	// Result is fn's result (Executed, LockLost, NotStored, ExecutedUnguarded) or the stored
-	// one, decoded (Replayed).
+	// Result is fn's result (Executed, LockLost, NotStored, ExecutedUnguarded, and
+	// NotReplayable when fn ran in this batch) or the stored one, decoded (Replayed).
 	Result Out
 	// Retry is true when the record is listed in BatchItemFailures, for SQS to deliver again.
 	Retry bool
@@ -175,98 +179,132 @@ func (h *Handler[Out]) Handle(ctx context.Context, ev events.SQSEvent) (events.S
 // Run runs the batch as Handle does and also returns what happened to each record, in the
 // batch's order, for a caller that logs or counts them.
 func (h *Handler[Out]) Run(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, []Record[Out]) {
-	recs := ev.Records
-	out := make([]Record[Out], len(recs))
-	fifo := len(recs) > 0 && strings.HasSuffix(recs[0].EventSourceARN, ".fifo")
-	if h.cfg.fifo != nil {
-		fifo = *h.cfg.fifo
-	}
+	fifo := h.isFIFO(ev.Records)
+	b := h.newBatch(ev.Records)
+	prev := previousInGroup(ev.Records, fifo)
+	outs, errs := h.guard.DoBatch(ctx, b.items, func(_ []int, work func(int) error) {
+		h.runRecords(prev, b.origin, b.item, work)
+	})
+	b.settle(outs, errs, prev, fifo)
+	return b.response(), b.out
+}
 
-	// Keys first: a record whose key cannot be derived fails without reaching Redis, and a
-	// record whose key an earlier record holds waits for that record instead of claiming.
-	origin := make([]int, len(recs)) // index of the first record with the same key, or -1
-	item := make([]int, len(recs))   // index of the record's item in the batch, or -1
-	var items []idem.Item
-	results := make([]Out, len(recs))
+// isFIFO reports whether recs come from a FIFO queue: WithFIFO, or the first record's ARN.
+func (h *Handler[Out]) isFIFO(recs []events.SQSMessage) bool {
+	if h.cfg.fifo != nil {
+		return *h.cfg.fifo
+	}
+	return len(recs) > 0 && strings.HasSuffix(recs[0].EventSourceARN, ".fifo")
+}
+
+// batch is one SQS batch on its way through Run: per record its outcome, the record whose key it
+// shares, and its item in the guard's batch.
+type batch[Out any] struct {
+	out     []Record[Out]
+	origin  []int // per record: the first record with the same key, or -1
+	item    []int // per record: its item in items, or -1
+	items   []idem.Item
+	results []Out // per record: fn's value, once it ran
+}
+
+// newBatch derives every record's key first: a record whose key cannot be derived fails without
+// reaching Redis, and a record whose key an earlier record holds waits for that record instead
+// of claiming.
+func (h *Handler[Out]) newBatch(recs []events.SQSMessage) *batch[Out] {
+	b := &batch[Out]{out: make([]Record[Out], len(recs)), origin: make([]int, len(recs)),
+		item: make([]int, len(recs)), results: make([]Out, len(recs))}
 	firstOf := map[string]int{}
 	for k, msg := range recs {
-		out[k].MessageID = msg.MessageId
-		origin[k], item[k] = -1, -1
+		b.out[k].MessageID = msg.MessageId
+		b.origin[k], b.item[k] = -1, -1
 		id, fp, err := h.keyOf(msg)
-		out[k].Key = id
+		b.out[k].Key = id
 		if err != nil {
-			out[k].Kind, out[k].Err = idem.InvalidKey, err
+			b.out[k].Kind, b.out[k].Err = idem.InvalidKey, err
 			continue
 		}
 		if o, ok := firstOf[id]; ok {
-			origin[k] = o
+			b.origin[k] = o
 			continue
 		}
 		firstOf[id] = k
-		item[k] = len(items)
-		items = append(items, idem.Item{Key: idem.Key{Scope: h.cfg.scope, ID: id}, Fingerprint: fp, Work: h.work(msg, &results[k])})
+		b.item[k] = len(b.items)
+		b.items = append(b.items, idem.Item{Key: idem.Key{Scope: h.cfg.scope, ID: id}, Fingerprint: fp, Work: h.work(msg, &b.results[k])})
 	}
+	return b
+}
 
-	prev := previousInGroup(recs, fifo)
-	outs, errs := h.guard.DoBatch(ctx, items, func(_ []int, work func(int) error) {
-		h.runRecords(prev, origin, item, work)
-	})
-
-	// Outcomes, in the batch's order: an origin always precedes its duplicates, and a record
-	// the previous record of its FIFO group.
+// settle sets every record's outcome from the guard's, in the batch's order: an origin always
+// precedes its duplicates, and a record the previous record of its FIFO group.
+func (b *batch[Out]) settle(outs []idem.Outcome, errs []error, prev []int, fifo bool) {
 	var held []bool // records of a FIFO group after its first failure, the failure included
 	if fifo {
-		held = make([]bool, len(recs))
+		held = make([]bool, len(b.out))
 	}
-	for k := range recs {
-		r := &out[k]
+	for k := range b.out {
+		r := &b.out[k]
 		switch {
-		case origin[k] >= 0:
-			o := out[origin[k]]
-			r.Duplicate, r.Result, r.RoundTrips = true, o.Result, o.RoundTrips
-			if r.Kind = o.Kind; success(o.Kind) {
-				r.Kind = idem.Replayed
-			} else {
-				r.Err = fmt.Errorf("idemsqs: duplicate of message %s, which did not succeed: %w", o.MessageID, o.Err)
-			}
-		case item[k] >= 0:
-			o, err := outs[item[k]], errs[item[k]]
-			r.Kind, r.RoundTrips, r.Err = o.Kind, o.RoundTrips, err
-			switch o.Kind {
-			case idem.Executed, idem.LockLost, idem.NotStored, idem.ExecutedUnguarded:
-				r.Result = results[k]
-			case idem.NotReplayable:
-				if o.Ran {
-					r.Result = results[k]
-				}
-			case idem.Replayed:
-				if derr := json.Unmarshal(o.Result.Body, &r.Result); derr != nil {
-					r.Err = fmt.Errorf("idemsqs: decode the stored result of message %s: %w", r.MessageID, derr)
-				}
-			}
+		case b.origin[k] >= 0:
+			r.duplicateOf(b.out[b.origin[k]])
+		case b.item[k] >= 0:
+			r.settle(outs[b.item[k]], errs[b.item[k]], b.results[k])
 		}
 		r.Retry = !success(r.Kind)
-		// A FIFO group after its first failure: every later record is delivered again, in
-		// order. None of them ran (runRecords held them back): DoBatch reports those it
-		// claimed as Failed.
 		if held != nil {
-			if p := prev[k]; p >= 0 && held[p] {
-				if !r.Retry || r.Kind == idem.Failed {
-					r.Retry, r.Err = true, ErrSkipped
-				}
-				held[k] = true
-			}
-			held[k] = held[k] || r.Retry
+			holdGroup(r, k, prev, held)
 		}
 	}
+}
 
+// duplicateOf gives r, a record whose key o holds, o's outcome: Replayed when o succeeded.
+func (r *Record[Out]) duplicateOf(o Record[Out]) {
+	r.Duplicate, r.Result, r.RoundTrips = true, o.Result, o.RoundTrips
+	if r.Kind = o.Kind; success(o.Kind) {
+		r.Kind = idem.Replayed
+	} else {
+		r.Err = fmt.Errorf("idemsqs: duplicate of message %s, which did not succeed: %w", o.MessageID, o.Err)
+	}
+}
+
+// settle gives r the guard's outcome o and error err; ran is fn's value when it ran here.
+func (r *Record[Out]) settle(o idem.Outcome, err error, ran Out) {
+	r.Kind, r.RoundTrips, r.Err = o.Kind, o.RoundTrips, err
+	switch o.Kind {
+	case idem.Executed, idem.LockLost, idem.NotStored, idem.ExecutedUnguarded:
+		r.Result = ran
+	case idem.NotReplayable:
+		if o.Ran {
+			r.Result = ran
+		}
+	case idem.Replayed:
+		if derr := json.Unmarshal(o.Result.Body, &r.Result); derr != nil {
+			r.Err = fmt.Errorf("idemsqs: decode the stored result of message %s: %w", r.MessageID, derr)
+		}
+	}
+}
+
+// holdGroup lists r, record k of a FIFO queue, for delivery again when an earlier record of its
+// group failed: every later record of the group is delivered again, in order. None of them ran
+// (runRecords held them back): DoBatch reports those it claimed as Failed.
+func holdGroup[Out any](r *Record[Out], k int, prev []int, held []bool) {
+	if p := prev[k]; p >= 0 && held[p] {
+		if !r.Retry || r.Kind == idem.Failed {
+			r.Retry, r.Err = true, ErrSkipped
+		}
+		held[k] = true
+	}
+	held[k] = held[k] || r.Retry
+}
+
+// response lists the records to deliver again.
+func (b *batch[Out]) response() events.SQSEventResponse {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	for _, r := range out {
+	for _, r := range b.out {
 		if r.Retry {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageID})
 		}
 	}
-	return resp, out
+	return resp
 }
 
 // success reports an outcome after which the record must not be delivered again: its work
@@ -302,18 +340,20 @@ func (h *Handler[Out]) keyOf(msg events.SQSMessage) (string, idem.Fingerprint, e
 	return id, fp, nil
 }
 
-// work is the guarded work of one record: fn, its result kept in *res and stored as JSON.
+// work is the guarded work of one record: fn, its result kept in *res and stored as JSON. A
+// result that cannot be encoded is not fn's failure: fn ran, so the guard keeps a marker in place
+// of the result (NotReplayable) and a redelivery does not run fn again.
 func (h *Handler[Out]) work(msg events.SQSMessage, res *Out) idem.Work {
 	return func(ctx context.Context) (idem.Result, error) {
 		v, err := h.fn(ctx, msg)
 		if err != nil {
 			return idem.Result{}, fmt.Errorf("idemsqs: message %s: %w", msg.MessageId, err)
 		}
+		*res = v
 		body, err := json.Marshal(v)
 		if err != nil {
-			return idem.Result{}, fmt.Errorf("idemsqs: encode the result of message %s as JSON: %w", msg.MessageId, err)
+			return idem.Result{}, &unencodable.Error{Err: fmt.Errorf("idemsqs: encode the result of message %s as JSON: %w", msg.MessageId, err)}
 		}
-		*res = v
 		return idem.Result{Body: body}, nil
 	}
 }
