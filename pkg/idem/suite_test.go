@@ -109,6 +109,7 @@ var suite = []struct {
 	{"FailureReleasesClaimAndCachesNothing", testFailureReleasesClaim},
 	{"ResultTooLargeRunsOnceAndIsNotReplayable", testResultTooLargeRunsOnce},
 	{"WrapResultTooLargeRunsOnceAndIsNotReplayable", testWrapResultTooLargeRunsOnce},
+	{"BatchResultTooLargeRunsOnceAndIsNotReplayable", testBatchResultTooLargeRunsOnce},
 	{"SuccessAfterTheDeadlineIsStoredWhileTheClaimIsOurs", testSuccessAfterTheDeadlineIsStored},
 	{"ExpiredClaimIsNotOverwrittenByLateOwner", testExpiredClaimIsNotOverwrittenByLateOwner},
 	{"LateFailureDoesNotReleaseNewOwnersClaim", testLateFailureDoesNotReleaseNewOwnersClaim},
@@ -477,6 +478,37 @@ func testResultTooLargeRunsOnce(t *testing.T, b backend) {
 	}
 	if len(observed) != 5 || observed[0].Outcome.Kind != NotReplayable || observed[0].Key != key {
 		t.Fatalf("observer heard %d observations (%+v); want 5, NotReplayable", len(observed), observed)
+	}
+}
+
+// The same through DoBatch, the item beside it unaffected: over 5 batches the large item's work
+// runs once, the first batch's outcome carries its result, every later one is NotReplayable.
+func testBatchResultTooLargeRunsOnce(t *testing.T, b backend) {
+	g := b.guard(t, b.newClient(t))
+	var large, small int
+	items := []Item{
+		{Key: Key{Scope: "large", ID: "batch_300kib"}, Work: func(context.Context) (Result, error) {
+			large++
+			return Result{Status: 200, Body: make([]byte, 300<<10)}, nil
+		}},
+		{Key: Key{Scope: "large", ID: "batch_small"}, Work: func(context.Context) (Result, error) {
+			small++
+			return Result{Status: 200, Body: []byte("ok")}, nil
+		}},
+	}
+	for call := 1; call <= 5; call++ {
+		outs, errs := g.DoBatch(context.Background(), items, nil)
+		first := call == 1
+		if outs[0].Kind != NotReplayable || !errors.Is(errs[0], ErrNotReplayable) || outs[0].Ran != first || (len(outs[0].Result.Body) == 300<<10) != first {
+			t.Fatalf("batch %d: large item %v (ran %v, %d bytes), %v; want NotReplayable, its result the first time only",
+				call, outs[0].Kind, outs[0].Ran, len(outs[0].Result.Body), errs[0])
+		}
+		if want := map[bool]Kind{true: Executed, false: Replayed}[first]; outs[1].Kind != want {
+			t.Fatalf("batch %d: small item %v, %v; want %v", call, outs[1].Kind, errs[1], want)
+		}
+	}
+	if large != 1 || small != 1 {
+		t.Fatalf("over 5 batches the large item's work ran %d times, the small one's %d; want 1 each", large, small)
 	}
 }
 
