@@ -33,6 +33,10 @@ const codeUnsupportedMediaType = "unsupported_media_type"
 // idAttempts bounds the payment ids drawn for one request when the ledger reports a collision.
 const idAttempts = 3
 
+// reasonResultNotReplayable: the payment was made (by this request or an earlier one with its
+// key), but its response could not be stored in Redis, so it cannot be sent again.
+const reasonResultNotReplayable = "result_not_replayable"
+
 // errKeyReused is the ledger's answer when it holds a payment for the scoped key made from a
 // different request: Redis had lost the record of the first request, the ledger had not.
 var errKeyReused = errors.New("payments: idempotency key already used for a different request")
@@ -170,6 +174,14 @@ func (st *createState) record(req events.APIGatewayV2HTTPRequest, resp events.AP
 			rec.Reason = "unguarded"
 		case st.out.Kind != idem.Executed:
 			rec.Reason = "result_not_stored"
+		}
+	case idem.NotReplayable:
+		// The payment is in the ledger; its response was too large to keep, so a marker stands
+		// in for it: the request that made it got the payment, every later one 409
+		// idempotency_result_unavailable (refusal.Of), and none writes to the ledger.
+		rec.Outcome, rec.Reason = obs.OutcomeExecuted, reasonResultNotReplayable
+		if !st.out.Ran {
+			rec.Outcome, rec.Err = obs.OutcomeReplayed, nil
 		}
 	case idem.Replayed:
 		rec.Outcome = obs.OutcomeReplayed

@@ -455,3 +455,57 @@ func TestLeadingZeroAmountIsASyntaxError(t *testing.T) {
 		t.Fatalf("message %q; want the syntax error", msg)
 	}
 }
+
+// paddedLedger hands back every payment it writes with a 300 KiB status: a response too large
+// for Redis to keep, as a payment with a large field would be.
+type paddedLedger struct{ ledger.Ledger }
+
+func (l paddedLedger) Create(ctx context.Context, key string, p ledger.Payment) (ledger.Payment, error) {
+	stored, err := l.Ledger.Create(ctx, key, p)
+	stored.Status = strings.Repeat("x", 300<<10)
+	return stored, err
+}
+
+// A payment whose response cannot be stored in Redis: the first request gets its 201, the
+// guard keeps a marker in place of the response, and each of the 4 retries with the key gets 409
+// idempotency_result_unavailable, without retry-after, and writes nothing to the ledger.
+func TestPaymentWhoseResponseCannotBeStoredIsMadeOnceOverFiveRequests(t *testing.T) {
+	t.Parallel()
+	spy := newSpyLedger(ledger.NewMemory())
+	logs := &logBuffer{}
+	h := newHandler(t, sharedEnv(t), handler.WithLedger(paddedLedger{spy}), handler.WithLogOutput(logs))
+	if resp := do(t, h, post(t, "padded-1", body1999EUR)); resp.StatusCode != 201 || len(resp.Body) < 300<<10 {
+		t.Fatalf("first request: %d with %d bytes; want 201 with the payment", resp.StatusCode, len(resp.Body))
+	}
+	for retry := 1; retry <= 4; retry++ {
+		resp := do(t, h, post(t, "padded-1", body1999EUR))
+		wantError(t, resp, 409, "idempotency_result_unavailable")
+		if ra, ok := resp.Headers["retry-after"]; ok {
+			t.Fatalf("retry %d: retry-after %q; want none, retrying changes nothing", retry, ra)
+		}
+	}
+	if n := spy.calls.Load(); n != 1 {
+		t.Fatalf("the ledger was called %d times over 5 requests; want once", n)
+	}
+	spy.wantWritten(t, 1)
+
+	var requests []map[string]any
+	warned := 0
+	for _, l := range logs.lines(t) {
+		switch l["msg"] {
+		case "request":
+			requests = append(requests, l)
+		case "idempotency: result not stored or not replayable":
+			warned++
+		}
+	}
+	if len(requests) != 5 || warned != 5 {
+		t.Fatalf("%d request lines and %d warnings for 5 requests; want 5 of each:\n%s", len(requests), warned, logs)
+	}
+	for i, l := range requests {
+		want := map[bool]string{true: "executed", false: "replayed"}[i == 0]
+		if l["outcome"] != want || l["reason"] != "result_not_replayable" || l["level"] != "INFO" {
+			t.Errorf("request %d: %v; want outcome %s, reason result_not_replayable, level INFO", i+1, l, want)
+		}
+	}
+}
