@@ -143,8 +143,11 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 		out.RoundTrips += trips
 		return released(out, werr, n, rerr)
 	}
-	n, trips, serr := g.scripts.run(sctx, completeScript, []string{c.rk}, c.owner(), c.result, g.opts.resultTTL.Milliseconds())
+	n, trips, unacked, serr := g.complete(sctx, c)
 	out.RoundTrips += trips
+	if unacked != nil && serr == nil && (n == scriptDone || n == scriptAlreadyOurs) && c.unreplayable == nil {
+		return notDurable(out, res, unacked)
+	}
 	return g.completed(c, out, res, n, serr)
 }
 

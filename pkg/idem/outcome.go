@@ -29,7 +29,9 @@ const (
 	LockLost
 	// NotStored: the work ran and succeeded, but the store failed while its result was being
 	// stored. Outcome.Result is the work's result; the claim expires at its TTL, so a retry after
-	// that runs the work again.
+	// that runs the work again. With WithMinReplicas it is also the outcome of Do when the
+	// primary stored the result but fewer replicas than asked acknowledged it in time (the error
+	// matches ErrReplicasNotAcknowledged): a retry replays it, unless a failover loses it first.
 	NotStored
 	// Unavailable: the store could not be reached, or held a record this package did not write,
 	// or could not be relied on: too few replicas acknowledged the claim (WithMinReplicas), or

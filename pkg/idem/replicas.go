@@ -14,7 +14,8 @@ import (
 // ErrReplicasNotAcknowledged: fewer replicas than WithMinReplicas asks for acknowledged a claim
 // within its timeout (or the server refused WAIT), so the claim was released and nothing ran. The
 // error of such an Unavailable outcome, and the one Wrap returns, match both it and
-// ErrUnavailable.
+// ErrUnavailable. The error of a NotStored outcome of Do matches it alone when the work ran and
+// its result was stored, but too few replicas acknowledged the result.
 var ErrReplicasNotAcknowledged = errors.New("idem: replicas did not acknowledge the claim")
 
 // WithMinReplicas makes every claim wait until at least n replicas of the key's primary have
@@ -25,10 +26,13 @@ var ErrReplicasNotAcknowledged = errors.New("idem: replicas did not acknowledge 
 // failover could lose never lets work run. A first execution that succeeds costs the timeout at
 // most on top of its round trip, usually the replica's lag.
 //
-// It protects the claim, not the completion: a completed result that had not reached a replica
-// when its primary failed is lost, and the claim a replica holds keeps the key in progress until
-// the claim's TTL; the work then runs again on the next delivery (docs/reliability.md measures
-// it).
+// It protects the claim; the completion it can only report on. Do pipelines one more WAIT after
+// the completion, in the completion's round trip, and when fewer replicas acknowledge the result
+// in time the outcome is NotStored (the observer hears of it) rather than Executed: the work ran
+// and its result is on the primary, but a failover before the replicas have it loses it, the
+// claim a replica holds keeps the key in progress until the claim's TTL, and the work then runs
+// again on the next delivery (docs/reliability.md measures it). Failing the work instead would
+// not undo it. DoBatch's completions are not waited for.
 //
 // timeout must be at least 1ms (WAIT's 0 would block forever) and should stay well below the
 // client's read timeout, or a slow replica turns into a client timeout. n 0 turns it off, the
@@ -72,6 +76,60 @@ func (g *Guard) sendClaim(ctx context.Context, c *call) (*redis.Cmd, *redis.IntC
 		cc.ReloadState(ctx) // the next claim of a key of this slot goes to its new node
 	}
 	return set, wait
+}
+
+// complete stores c's result (or its not-replayable marker) with the complete script and returns
+// the script's reply, the round trips it took and its error. With WithMinReplicas the script
+// goes in a pipeline to the key's primary, followed by a WAIT in the same round trip; unacked is
+// then the shortfall of replicas that acknowledged the completion (nil when enough did, or
+// when none were asked for).
+func (g *Guard) complete(ctx context.Context, c *call) (n int64, trips int, unacked, err error) {
+	keys, args := []string{c.rk}, []any{c.owner(), c.result, g.opts.resultTTL.Milliseconds()}
+	if g.opts.minReplicas == 0 {
+		n, trips, err = g.scripts.run(ctx, completeScript, keys, args...)
+		return n, trips, nil, err
+	}
+	pipe, err := g.keyPipeline(ctx, c.rk)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	send := func(bySource bool) (*redis.Cmd, *redis.IntCmd) {
+		var cmd *redis.Cmd
+		if bySource || !g.scripts.known(completeScript) {
+			cmd = completeScript.Eval(ctx, pipe, keys, args...)
+		} else {
+			cmd = completeScript.EvalSha(ctx, pipe, keys, args...)
+		}
+		wait := g.waitCmd(ctx, pipe)
+		_, _ = pipe.Exec(ctx) // each reply carries its own error
+		trips++
+		if cmd.Args()[0] == "eval" {
+			g.scripts.learn(completeScript, cmd.Err())
+		}
+		return cmd, wait
+	}
+	cmd, wait := send(false)
+	if err := cmd.Err(); err != nil && isNoScript(err) {
+		cmd, wait = send(true) // the server lost its scripts (a failover): the source, once
+	}
+	if n, err = cmd.Int64(); err != nil {
+		return n, trips, nil, err
+	}
+	switch acked, werr := wait.Result(); {
+	case werr != nil:
+		unacked = fmt.Errorf("%w: the result: WAIT: %w", ErrReplicasNotAcknowledged, werr)
+	case acked < int64(g.opts.minReplicas):
+		unacked = fmt.Errorf("%w: the result, %d of %d within %s", ErrReplicasNotAcknowledged,
+			acked, g.opts.minReplicas, g.opts.replicaTimeout)
+	}
+	return n, trips, unacked, nil
+}
+
+// notDurable is the outcome of work whose result the primary stored but too few replicas
+// acknowledged (unacked): NotStored, since a failover now would lose the result.
+func notDurable(out Outcome, res Result, unacked error) (Outcome, error) {
+	out.Kind, out.Result, out.Ran = NotStored, res, true
+	return out, fmt.Errorf("idem: result not stored durably: %w; a failover before the replicas have it loses it", unacked)
 }
 
 // waitCmd queues WAIT on pipe: it answers once enough replicas acknowledged every write the

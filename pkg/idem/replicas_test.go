@@ -51,6 +51,57 @@ func TestMinReplicasAcknowledgedClaimRunsInTheSameRoundTrips(t *testing.T) {
 			t.Errorf("batch item %d: %v in %d round trips (%v), want executed in 2", i, o.Kind, o.RoundTrips, errs[i])
 		}
 	}
+
+	// A server that lost its scripts (a failover, SCRIPT FLUSH): the completion and its WAIT go
+	// once more with the script's source, one more round trip, and the next call is back to 2.
+	if err := c.ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, trips := range []int{3, 2} {
+		id := fmt.Sprintf("after-flush-%d", i)
+		out, err := g.Do(context.Background(), Key{Scope: "s", ID: id}, Fingerprint{}, okWork(id))
+		if out.Kind != Executed || err != nil || out.RoundTrips != trips {
+			t.Fatalf("Do %s: %v in %d round trips (%v); want executed in %d", id, out.Kind, out.RoundTrips, err, trips)
+		}
+	}
+}
+
+// The completion is waited for too, in its own round trip: when the replica acknowledged the
+// claim but not the result (its link cut while the work ran), the work is not failed, since it
+// ran, but reported NotStored, matching ErrReplicasNotAcknowledged and not ErrUnavailable, and
+// the observer hears of it. The result is on the primary: the next call replays it.
+func TestMinReplicasUnacknowledgedCompletionIsNotStoredAndStillReplays(t *testing.T) {
+	r := testsupport.StartReplicated(t)
+	c, _ := countingClient(t, r.Primary.Addr())
+	var observed []Kind
+	g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)), WithMinReplicas(1, 100*time.Millisecond),
+		WithObserver(func(o Observation) { observed = append(observed, o.Outcome.Kind) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmUp(g, Fingerprint{})
+	key := Key{Scope: "s", ID: "result-unacked"}
+	ran := 0
+	work := func(context.Context) (Result, error) {
+		ran++
+		r.Link.Blackhole() // the claim was acknowledged; from now on the replica hears nothing
+		return Result{Status: 200, Body: []byte("paid")}, nil
+	}
+	out, err := g.Do(context.Background(), key, Fingerprint{}, work)
+	r.Link.Resume()
+	if out.Kind != NotStored || !out.Ran || string(out.Result.Body) != "paid" || out.RoundTrips != 2 {
+		t.Fatalf("Do: %v (ran %v, %q) in %d round trips, %v; want NotStored with the work's result, in 2", out.Kind, out.Ran, out.Result.Body, out.RoundTrips, err)
+	}
+	if !errors.Is(err, ErrReplicasNotAcknowledged) || errors.Is(err, ErrUnavailable) {
+		t.Errorf("Do's error %v; want ErrReplicasNotAcknowledged, not ErrUnavailable (the work ran)", err)
+	}
+	if len(observed) != 1 || observed[0] != NotStored {
+		t.Errorf("observer heard %v; want one NotStored", observed)
+	}
+	again, err := g.Do(context.Background(), key, Fingerprint{}, work)
+	if again.Kind != Replayed || string(again.Result.Body) != "paid" || ran != 1 {
+		t.Fatalf("next call: %v %q (%v), work ran %d times; want the result replayed, the work run once", again.Kind, again.Result.Body, err, ran)
+	}
 }
 
 // Without the replicas asked for, nothing runs, the claim is released, and the caller sees
