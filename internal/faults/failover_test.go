@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/idemlambda/idem/internal/sink"
 	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/internal/testsupport/webhookfleet"
+	"github.com/idemlambda/idem/pkg/idem"
 )
 
 // run is one execution of the webhook function's work, with when it started and ended.
@@ -55,7 +57,13 @@ type failoverResult struct {
 	neverRan int
 	// resultWaits: for each lost result, how long after the failover the second run started.
 	resultWaits []time.Duration
-	tally       map[string]int
+	// unacked: results too few replicas acknowledged (NotStored matching
+	// ErrReplicasNotAcknowledged: IDEM_MIN_REPLICAS waits for the completion too); disclosed:
+	// lost results that the guard's observer (the functions' warn line) heard of before the
+	// second run; endedInLag: works that ended within the replica's lag before the promotion,
+	// whose completions the replica cannot have had by then.
+	unacked, disclosed, endedInLag int
+	tally                          map[string]int
 	// gaps: for each double, how long after the first run the second started.
 	gaps []time.Duration
 }
@@ -82,7 +90,21 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 		mu   sync.Mutex
 		runs []run
 		as   []webhookfleet.Attempt
+		// reported: when the guard's observer first heard of each event (LockLost, NotStored:
+		// its result may be lost); unacked: how many reports matched ErrReplicasNotAcknowledged.
+		reported = map[string]time.Time{}
+		unacked  int
 	)
+	observe := idem.WithObserver(func(o idem.Observation) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := reported[o.Key.ID]; !ok {
+			reported[o.Key.ID] = time.Now()
+		}
+		if errors.Is(o.Err, idem.ErrReplicasNotAcknowledged) {
+			unacked++
+		}
+	})
 	f := &webhookfleet.Fleet{Secret: secret, Timeout: time.Second, Observe: func(a webhookfleet.Attempt) {
 		mu.Lock()
 		as = append(as, a)
@@ -97,7 +119,8 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 		for k, v := range vars {
 			env[k] = v
 		}
-		if _, err := f.Add(context.Background(), env, handler.WithSink(runSink{mu: &mu, runs: &runs, env: i, work: work})); err != nil {
+		if _, err := f.Add(context.Background(), env, handler.WithSink(runSink{mu: &mu, runs: &runs, env: i, work: work}),
+			handler.WithGuardOptions(observe)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,17 +164,23 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 	}
 	wg.Wait()
 
-	res := failoverResult{events: events, tally: webhookfleet.Tally(as)}
-	res.countDoubles(runs, lockTTL, failedOver)
-	t.Logf("%d events, %s: %d ran twice (%d at the same time); %d after a lost claim, %d after a lost result (second run %v after the failover); second run after the first: %v; %d never ran within 5s of retries; answers: %s",
-		events, describe(vars, lag, stale), res.doubles, res.concurrent, res.lostClaims, res.lostResults, res.resultWaits, res.gaps, res.neverRan, webhookfleet.FormatCounts(res.tally))
+	res := failoverResult{events: events, tally: webhookfleet.Tally(as), unacked: unacked}
+	for _, x := range runs {
+		if d := failedOver.Sub(x.end); d >= 0 && d < lag {
+			res.endedInLag++
+		}
+	}
+	res.countDoubles(runs, lockTTL, failedOver, reported)
+	t.Logf("%d events, %s: %d ran twice (%d at the same time); %d after a lost claim, %d after a lost result (second run %v after the failover, %d of them reported before the second run); %d works ended within the replica's lag before the promotion, %d results reported unacknowledged by the replica; second run after the first: %v; %d never ran within 5s of retries; answers: %s",
+		events, describe(vars, lag, stale), res.doubles, res.concurrent, res.lostClaims, res.lostResults, res.resultWaits, res.disclosed, res.endedInLag, res.unacked, res.gaps, res.neverRan, webhookfleet.FormatCounts(res.tally))
 	return res
 }
 
 // countDoubles counts the events of the stream that never ran and those that ran twice: at
-// the same time, after a lost claim or after a lost result (measured from failedOver). lockTTL
-// is the claims' TTL.
-func (res *failoverResult) countDoubles(runs []run, lockTTL time.Duration, failedOver time.Time) {
+// the same time, after a lost claim or after a lost result (measured from failedOver), and of
+// the lost results those the guard's observer heard of (reported, per event) before their
+// second run. lockTTL is the claims' TTL.
+func (res *failoverResult) countDoubles(runs []run, lockTTL time.Duration, failedOver time.Time, reported map[string]time.Time) {
 	byEv := map[string][]run{}
 	for _, x := range runs {
 		byEv[x.event] = append(byEv[x.event], x)
@@ -176,6 +205,9 @@ func (res *failoverResult) countDoubles(runs []run, lockTTL time.Duration, faile
 		} else {
 			res.lostResults++
 			res.resultWaits = append(res.resultWaits, rs[1].start.Sub(failedOver))
+			if at, ok := reported[rs[0].event]; ok && at.Before(rs[1].start) {
+				res.disclosed++
+			}
 		}
 	}
 }
@@ -196,9 +228,13 @@ func describe(vars map[string]string, lag, stale time.Duration) string {
 // A replica trailing by 50ms is promoted mid-stream. Without replica acknowledgement the
 // failover loses the claims and results of its last 50ms, and their retries run again; the test
 // reports how many. With IDEM_MIN_REPLICAS=1 no claim that the replica had not acknowledged let
-// work run, so no event runs twice after a lost claim: what is left is the window the setting
-// does not cover, a completion that had not reached the replica (the claim survived, the result
-// did not), whose retries wait for the claim's TTL and then run the event again.
+// work run, so no event runs twice after a lost claim. The setting also waits for the
+// completion, in its round trip: a completion still waiting when the endpoint moves is sent again
+// by the client's retry, to the new primary, which holds the claim; one that too few replicas
+// acknowledged is reported NotStored. What is left is a result that had not reached the replica
+// (the claim survived, the result did not), whose retries wait for the claim's TTL and then run
+// the event again: the test reports how many, and asserts that the guard's observer heard of
+// each before its second run (the functions log it as a warning).
 func TestFailoverOfALaggingReplica(t *testing.T) {
 	const lag = 50 * time.Millisecond
 	off := failover(t, nil, lag, 0)
@@ -209,6 +245,10 @@ func TestFailoverOfALaggingReplica(t *testing.T) {
 	if on.lostClaims != 0 || on.concurrent != 0 {
 		t.Errorf("with IDEM_MIN_REPLICAS=1: %d events ran twice after a lost claim, %d at the same time; want 0",
 			on.lostClaims, on.concurrent)
+	}
+	if on.disclosed != on.lostResults {
+		t.Errorf("with IDEM_MIN_REPLICAS=1: %d of the %d events run twice after a lost result were reported before their second run; want all",
+			on.disclosed, on.lostResults)
 	}
 }
 
