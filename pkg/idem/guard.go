@@ -145,10 +145,7 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 	}
 	n, trips, unacked, serr := g.complete(sctx, c)
 	out.RoundTrips += trips
-	if unacked != nil && serr == nil && (n == scriptDone || n == scriptAlreadyOurs) && c.unreplayable == nil {
-		return notDurable(out, res, unacked)
-	}
-	return g.completed(c, out, res, n, serr)
+	return g.completedDurably(c, out, res, n, unacked, serr)
 }
 
 // call is one key's passage through the guard: its claim, its work's deadline, its result.

@@ -125,9 +125,14 @@ func (g *Guard) complete(ctx context.Context, c *call) (n int64, trips int, unac
 	return n, trips, unacked, nil
 }
 
-// notDurable is the outcome of work whose result the primary stored but too few replicas
-// acknowledged (unacked): NotStored, since a failover now would lose the result.
-func notDurable(out Outcome, res Result, unacked error) (Outcome, error) {
+// completedDurably is completed for Do, which knows whether enough replicas acknowledged the
+// completion (unacked nil) when it asked for them: a result the primary stored but too few
+// replicas acknowledged is NotStored, since a failover now would lose it. A marker
+// (NotReplayable) stays what it is.
+func (g *Guard) completedDurably(c *call, out Outcome, res Result, n int64, unacked, err error) (Outcome, error) {
+	if unacked == nil || err != nil || (n != scriptDone && n != scriptAlreadyOurs) || c.unreplayable != nil {
+		return g.completed(c, out, res, n, err)
+	}
 	out.Kind, out.Result, out.Ran = NotStored, res, true
 	return out, fmt.Errorf("idem: result not stored durably: %w; a failover before the replicas have it loses it", unacked)
 }
