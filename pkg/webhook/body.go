@@ -189,15 +189,20 @@ func scanJSON(body []byte, plan bodyPlan) *document {
 	if err != nil {
 		s.doc.err = fmt.Errorf("%w: %w", ErrBadPayload, err)
 	}
-	s.doc.compact = s.out
+	if plan.compact {
+		s.doc.compact = append(s.out, body[s.mark:s.pos]...)
+	}
 	return s.doc
 }
 
 // scanner is the state of one pass of scanJSON.
 type scanner struct {
-	in      []byte
-	pos     int
+	in  []byte
+	pos int
+	// out is the compact copy, when compact: in up to mark without its
+	// insignificant white space.
 	out     []byte
+	mark    int
 	compact bool
 	doc     *document
 }
@@ -206,30 +211,31 @@ func (s *scanner) fail(what string) error {
 	return fmt.Errorf("invalid JSON at offset %d: %s", s.pos, what)
 }
 
-// emit copies in[from:s.pos] to the compact copy.
-func (s *scanner) emit(from int) {
-	if s.compact {
-		s.out = append(s.out, s.in[from:s.pos]...)
-	}
-}
-
-// offset is the current position in the coordinates members are kept in.
+// offset is the current position in the coordinates members are kept in:
+// the compact copy's when one is made (what it holds, and what is still to
+// be copied from mark), else the body's.
 func (s *scanner) offset() int {
 	if s.compact {
-		return len(s.out)
+		return len(s.out) + s.pos - s.mark
 	}
 	return s.pos
 }
 
+// space skips insignificant white space. The compact copy is made here: what
+// lies between the last white space and this one is copied in one piece.
 func (s *scanner) space() {
-	for s.pos < len(s.in) {
-		switch s.in[s.pos] {
-		case ' ', '\t', '\r', '\n':
-			s.pos++
-		default:
-			return
-		}
+	i := s.pos
+	for i < len(s.in) && (s.in[i] == ' ' || s.in[i] == '\n' || s.in[i] == '\r' || s.in[i] == '\t') {
+		i++
 	}
+	if i == s.pos {
+		return
+	}
+	if s.compact {
+		s.out = append(s.out, s.in[s.mark:s.pos]...)
+		s.mark = i
+	}
+	s.pos = i
 }
 
 // value scans one value; node is the path tree below it (nil: nothing read
@@ -259,11 +265,9 @@ func (s *scanner) value(depth int, node *pathNode, path string, top bool) error 
 // object scans an object, recording the members node reads.
 func (s *scanner) object(depth int, node *pathNode, path string, top bool) error {
 	s.pos++
-	s.emit(s.pos - 1)
 	s.space()
 	if s.pos < len(s.in) && s.in[s.pos] == '}' {
 		s.pos++
-		s.emit(s.pos - 1)
 		return nil
 	}
 	for {
@@ -277,11 +281,9 @@ func (s *scanner) object(depth int, node *pathNode, path string, top bool) error
 		switch s.in[s.pos] {
 		case ',':
 			s.pos++
-			s.emit(s.pos - 1)
 			s.space()
 		case '}':
 			s.pos++
-			s.emit(s.pos - 1)
 			return nil
 		default:
 			return s.fail("want ',' or '}' in an object")
@@ -301,7 +303,6 @@ func (s *scanner) member(depth int, node *pathNode, path string, top bool) error
 		return s.fail("want ':' after a member name")
 	}
 	s.pos++
-	s.emit(s.pos - 1)
 	s.space()
 	valueAt, from := s.offset(), s.pos
 	var child *pathNode
@@ -390,38 +391,40 @@ func nameOf(raw []byte, decoded *string) string {
 
 // str scans a string and reports whether it holds escapes.
 func (s *scanner) str() (bool, error) {
-	from := s.pos
-	s.pos++
+	in, i := s.in, s.pos+1
 	escaped := false
-	for s.pos < len(s.in) {
-		for s.pos < len(s.in) && plainStringByte[s.in[s.pos]] {
-			s.pos++
+	for i < len(in) {
+		for i < len(in) && plainStringByte[in[i]] {
+			i++
 		}
-		if s.pos == len(s.in) {
+		if i == len(in) {
 			break
 		}
-		c := s.in[s.pos]
+		c := in[i]
 		switch {
 		case c == '"':
-			s.pos++
-			s.emit(from)
+			s.pos = i + 1
 			return escaped, nil
 		case c == '\\':
 			escaped = true
+			s.pos = i
 			if err := s.escape(); err != nil {
 				return false, err
 			}
+			i = s.pos
 		case c < 0x20:
+			s.pos = i
 			return false, s.fail("control character in a string")
 		case c < utf8.RuneSelf:
-			s.pos++
+			i++
 		default:
 			// Invalid UTF-8 is kept: encoding/json accepts it too, and reading
 			// a member (jsonScalar) refuses it.
-			_, size := utf8.DecodeRune(s.in[s.pos:])
-			s.pos += size
+			_, size := utf8.DecodeRune(in[i:])
+			i += size
 		}
 	}
+	s.pos = i
 	return false, s.fail("unterminated string")
 }
 
@@ -473,7 +476,6 @@ func (s *scanner) digits() int {
 
 // number scans a number as JSON writes them.
 func (s *scanner) number() error {
-	from := s.pos
 	if s.in[s.pos] == '-' {
 		s.pos++
 	}
@@ -498,7 +500,6 @@ func (s *scanner) number() error {
 			return s.fail("bad exponent")
 		}
 	}
-	s.emit(from)
 	return nil
 }
 
@@ -507,7 +508,6 @@ func (s *scanner) literal() error {
 	for _, lit := range [...]string{"true", "false", "null"} {
 		if bytes.HasPrefix(s.in[s.pos:], []byte(lit)) {
 			s.pos += len(lit)
-			s.emit(s.pos - len(lit))
 			return nil
 		}
 	}
@@ -517,11 +517,9 @@ func (s *scanner) literal() error {
 // array scans an array.
 func (s *scanner) array(depth int) error {
 	s.pos++
-	s.emit(s.pos - 1)
 	s.space()
 	if s.pos < len(s.in) && s.in[s.pos] == ']' {
 		s.pos++
-		s.emit(s.pos - 1)
 		return nil
 	}
 	for {
@@ -535,11 +533,9 @@ func (s *scanner) array(depth int) error {
 		switch s.in[s.pos] {
 		case ',':
 			s.pos++
-			s.emit(s.pos - 1)
 			s.space()
 		case ']':
 			s.pos++
-			s.emit(s.pos - 1)
 			return nil
 		default:
 			return s.fail("want ',' or ']' in an array")
