@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -47,6 +48,8 @@ var layoutPlaceholders = [numPlaceholders]string{
 type layoutPart struct {
 	literal     string
 	placeholder placeholder
+	// bytes is the literal as bytes, to write to a hash without a conversion.
+	bytes []byte
 }
 
 // parseLayout splits a Layout into literals and placeholders.
@@ -77,6 +80,9 @@ func parseLayout(layout string) ([]layoutPart, error) {
 		parts = append(parts, layoutPart{placeholder: placeholder(ph)})
 		rest = rest[open+end+1:]
 	}
+	for i := range parts {
+		parts[i].bytes = []byte(parts[i].literal)
+	}
 	return parts, nil
 }
 
@@ -91,7 +97,11 @@ type signedValues [numPlaceholders][]byte
 
 // renderLayout writes the signed content.
 func renderLayout(parts []layoutPart, vals signedValues) []byte {
-	var out []byte
+	n := 0
+	for _, p := range parts {
+		n += len(p.literal) + len(vals[p.placeholder])
+	}
+	out := make([]byte, 0, n)
 	for _, p := range parts {
 		if p.placeholder == phLiteral {
 			out = append(out, p.literal...)
@@ -273,6 +283,46 @@ func mac(a preset.Algorithm, key, content []byte) []byte {
 	return m.Sum(nil)
 }
 
+// macAlgorithms are the algorithms of the HMAC families, in the order of
+// Verifier.macs.
+var macAlgorithms = [...]preset.Algorithm{preset.SHA1, preset.SHA256, preset.SHA512}
+
+// newMACPools returns, per algorithm of macAlgorithms and per key, a pool of
+// HMACs keyed once: a delivery then costs no keying and no allocation of its
+// own (hmac.Reset returns a used one to its keyed state).
+func newMACPools(keys [][]byte) [len(macAlgorithms)][]*sync.Pool {
+	var out [len(macAlgorithms)][]*sync.Pool
+	for a, alg := range macAlgorithms {
+		for _, key := range keys {
+			out[a] = append(out[a], &sync.Pool{New: func() any { return hmac.New(hashOf(alg), key) }})
+		}
+	}
+	return out
+}
+
+// keyedMAC appends to sum the HMAC under the verifier's key i with
+// algorithm a of the layout rendered with vals, written part by part:
+// mac(a, v.keys[i], renderLayout(v.layout, vals)).
+func (v *Verifier) keyedMAC(a preset.Algorithm, i int, vals signedValues, sum []byte) []byte {
+	idx := slices.Index(macAlgorithms[:], a)
+	if idx < 0 || i >= len(v.macs[idx]) {
+		return append(sum, mac(a, v.keys[i], renderLayout(v.layout, vals))...)
+	}
+	pool := v.macs[idx][i]
+	m := pool.Get().(hash.Hash)
+	m.Reset()
+	for _, p := range v.layout {
+		if p.placeholder == phLiteral {
+			m.Write(p.bytes)
+		} else {
+			m.Write(vals[p.placeholder])
+		}
+	}
+	sum = m.Sum(sum)
+	pool.Put(m)
+	return sum
+}
+
 // parseTimestamp parses a signed timestamp in the preset's format.
 // Decimal formats accept only canonical digits (no sign, no leading zero),
 // so the string signed and the time checked cannot disagree.
@@ -366,9 +416,10 @@ func (v *Verifier) verifyHMAC(r Request, doc *document) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	for i, key := range v.keys {
+	var sum [sha512.Size]byte
+	for i := range v.keys {
 		for _, content := range contents {
-			expected := mac(alg, key, content)
+			expected := v.keyedMAC(alg, i, content, sum[:0])
 			for _, s := range sig.signatures {
 				if hmac.Equal(expected, s) {
 					return i, nil
@@ -379,21 +430,21 @@ func (v *Verifier) verifyHMAC(r Request, doc *document) (int, error) {
 	return -1, fmt.Errorf("%w: %d signature(s) checked against %d secret(s)", ErrNoValidSignature, len(sig.signatures), len(v.keys))
 }
 
-// signedContents returns every content the sender may have signed: one, or
-// for a URL scheme one per accepted spelling of the URL (with and without
-// the scheme's default port, as the senders' SDKs accept).
-func (v *Verifier) signedContents(r Request, ts string) ([][]byte, error) {
+// signedContents returns the values of every content the sender may have
+// signed: one, or for a URL scheme one per accepted spelling of the URL (with
+// and without the scheme's default port, as the senders' SDKs accept).
+func (v *Verifier) signedContents(r Request, ts string) ([]signedValues, error) {
 	vals, err := v.signedValues(r, ts)
 	if err != nil {
 		return nil, err
 	}
 	if !layoutUses(v.layout, phURL) {
-		return [][]byte{renderLayout(v.layout, vals)}, nil
+		return []signedValues{vals}, nil
 	}
-	var out [][]byte
+	var out []signedValues
 	for _, u := range urlSpellings(r.URL) {
 		vals[phURL] = v.signedURL(u)
-		out = append(out, renderLayout(v.layout, vals))
+		out = append(out, vals)
 	}
 	return out, nil
 }

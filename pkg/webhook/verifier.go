@@ -9,6 +9,7 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/idemlambda/idem/internal/preset"
@@ -29,6 +30,8 @@ type Verifier struct {
 	body      bodyPlan
 	// fingerprintFields are the preset's FingerprintFields, sorted.
 	fingerprintFields []string
+	// macs are the keyed HMACs of keys, per algorithm (newMACPools).
+	macs [len(macAlgorithms)][]*sync.Pool
 }
 
 // newVerifier returns a verifier for p accepting any of secrets.
@@ -67,6 +70,9 @@ func newVerifier(p preset.Preset, secrets []string, tolerance time.Duration) (*V
 		if err := v.addSecret(s); err != nil {
 			return nil, fmt.Errorf("%s secret %d: %w", p.Name, i+1, err)
 		}
+	}
+	if isHMACFamily(p.Family) {
+		v.macs = newMACPools(v.keys)
 	}
 	v.canonical = canonicalNames(p)
 	v.body = planBody(p)
@@ -305,4 +311,14 @@ func isSignatureError(err error) bool {
 // a token (nothing signed) and an item HMAC (fixed fields of each item).
 func hasLayout(p preset.Preset) bool {
 	return p.Family != preset.FamilyToken && p.Family != preset.FamilyItemHMAC
+}
+
+// isHMACFamily reports the four families whose signature is an HMAC under
+// the secrets (verifyHMAC).
+func isHMACFamily(f preset.Family) bool {
+	switch f {
+	case preset.FamilyBodyHMAC, preset.FamilyTimestampHMAC, preset.FamilyMessageHMAC, preset.FamilyURLHMAC:
+		return true
+	}
+	return false
 }
