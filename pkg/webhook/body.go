@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/idemlambda/idem/internal/preset"
@@ -171,9 +172,27 @@ func (d *document) member(name string) (member, bool) {
 	return d.top[i], true
 }
 
+// documents are the documents of deliveries verified, for the next ones:
+// their members and values are kept for a delivery's verification only.
+var documents = sync.Pool{New: func() any { return &document{top: make([]member, 0, 16)} }}
+
+// releaseDocument returns doc (which may be nil) to documents once nothing
+// reads it any more. A large one is left to the collector.
+func releaseDocument(doc *document) {
+	if doc == nil || cap(doc.top) > 256 || len(doc.values) > 64 {
+		return
+	}
+	clear(doc.top)
+	clear(doc.values)
+	*doc = document{top: doc.top[:0], values: doc.values}
+	documents.Put(doc)
+}
+
 // scanJSON reads body in one pass as plan says.
 func scanJSON(body []byte, plan bodyPlan) *document {
-	s := scanner{in: body, doc: &document{raw: body, top: make([]member, 0, 16)}, compact: plan.compact}
+	doc := documents.Get().(*document)
+	doc.raw = body
+	s := scanner{in: body, doc: doc, compact: plan.compact}
 	if plan.compact {
 		s.out = make([]byte, 0, len(body))
 	}

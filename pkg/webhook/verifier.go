@@ -250,6 +250,8 @@ func (v *Verifier) Verify(r Request) (Delivery, error) {
 		return v.verifyItemsDelivery(r)
 	}
 	var doc *document
+	// What the delivery holds is copied out of the document, or aliases the body.
+	defer func() { releaseDocument(doc) }()
 	if v.preset.Family == preset.FamilyBodySignature || v.preset.TimestampField != "" {
 		// The signature or its timestamp travels in the body: read it
 		// first (a body that is not JSON carries no signature).

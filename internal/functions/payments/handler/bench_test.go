@@ -84,6 +84,7 @@ func BenchmarkPaymentsCreateFirst(b *testing.B) {
 			for j := range benchPaymentsChunk {
 				reqs = append(reqs, benchCreate(b, "bench-"+strconv.Itoa(i+j)))
 			}
+			runtime.GC()
 			b.StartTimer()
 		}
 		return reqs[i%benchPaymentsChunk]
