@@ -86,3 +86,20 @@ func BenchmarkLogRequest(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// The attributes of Logger.With reach the lines slog writes, in order, after the function.
+func TestLoggerWithKeepsItsAttributesOnOtherLines(t *testing.T) {
+	var got, want bytes.Buffer
+	l := NewLogger(&got, slog.LevelInfo, "payments").With("route", "POST /payments").With(slog.String("step", "ledger"))
+	l.Warn("ledger slow", "ms", 12)
+	slog.New(slog.NewJSONHandler(&want, nil)).With("function", "payments", "route", "POST /payments", "step", "ledger").Warn("ledger slow", "ms", 12)
+	// The time differs; what follows it must not.
+	_, g, _ := strings.Cut(got.String(), `","level"`)
+	_, w, _ := strings.Cut(want.String(), `","level"`)
+	if g != w {
+		t.Errorf("got %s\nwant %s", got.String(), want.String())
+	}
+	if l.Enabled(context.Background(), slog.LevelDebug) {
+		t.Error("a logger at info is enabled for debug")
+	}
+}

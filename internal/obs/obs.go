@@ -97,7 +97,7 @@ func NewLogger(w io.Writer, level slog.Level, function string) *slog.Logger {
 	}
 	fn := slog.String("function", function)
 	return slog.New(&functionHandler{
-		Handler:  h.WithAttrs([]slog.Attr{fn}),
+		base:     h.WithAttrs([]slog.Attr{fn}),
 		function: function,
 		out:      lw,
 		attrs:    appendStringMember(nil, fn.Key, function),
@@ -122,20 +122,45 @@ func (lw *lineWriter) Write(p []byte) (int, error) {
 // handler, so LogRequest can use it as the EMF dimension without writing a
 // second "function" member. While its attributes are strings (the
 // function's, and those of Logger.With), it also keeps them encoded, so that
-// LogRequest writes its line to out itself.
+// LogRequest writes its line to out itself; the attributes of Logger.With
+// reach the slog handler only when a line other than a request line is
+// written (a logger made per request for its request line costs no slog
+// handler).
 type functionHandler struct {
-	slog.Handler
+	base     slog.Handler // the slog handler, with the function attribute
+	pending  []slog.Attr  // the attributes of Logger.With, not yet in base
+	once     sync.Once
+	resolved slog.Handler // base with pending, once needed
 	function string
 	// out is the logger's output; nil once an attribute is not a string or a
-	// group is open, and LogRequest then goes through Handler.
+	// group is open, and LogRequest then goes through the slog handler.
 	out *lineWriter
 	// attrs are the handler's attributes as slog writes them: ,"key":"value"...
 	attrs []byte
 }
 
+// handler is the slog handler with every attribute.
+func (h *functionHandler) handler() slog.Handler {
+	if len(h.pending) == 0 {
+		return h.base
+	}
+	h.once.Do(func() { h.resolved = h.base.WithAttrs(h.pending) })
+	return h.resolved
+}
+
+// Enabled reports whether the slog handler writes level (attributes do not change it).
+func (h *functionHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.base.Enabled(ctx, level)
+}
+
+// Handle writes r with the slog handler.
+func (h *functionHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.handler().Handle(ctx, r)
+}
+
 // WithAttrs keeps the function name known across Logger.With.
 func (h *functionHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	next := &functionHandler{Handler: h.Handler.WithAttrs(attrs), function: h.function, out: h.out}
+	next := &functionHandler{base: h.base, pending: append(slices.Clip(h.pending), attrs...), function: h.function, out: h.out}
 	if next.out == nil {
 		return next
 	}
@@ -156,7 +181,7 @@ func (h *functionHandler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	return h.Handler.WithGroup(name)
+	return h.handler().WithGroup(name)
 }
 
 // Request is what one request did, as LogRequest records it.

@@ -37,10 +37,7 @@ func FuzzScanJSONAgreesWithEncodingJSON(f *testing.F) {
 		if !bytes.Equal(compact, want.Bytes()) {
 			t.Fatalf("compact %q, json.Compact %q", compact, want.Bytes())
 		}
-		// The top-level members' spans, joined, are the object.
-		if compact[0] == '{' && !bytes.Equal(append(append([]byte{'{'}, bytes.Join(top, []byte{','})...), '}'), compact) {
-			t.Fatalf("members %q do not make the object %q", top, compact)
-		}
+		checkMemberSpans(t, compact, top)
 		if member == "" || path == "" {
 			return
 		}
@@ -70,6 +67,14 @@ func FuzzScanJSONAgreesWithEncodingJSON(f *testing.F) {
 			t.Fatalf("member %q at %q, encoding/json reads %q", member, path, got)
 		}
 	})
+}
+
+// checkMemberSpans checks that the top-level members' spans, joined, are the object.
+func checkMemberSpans(t *testing.T, compact []byte, top [][]byte) {
+	t.Helper()
+	if compact[0] == '{' && !bytes.Equal(append(append([]byte{'{'}, bytes.Join(top, []byte{','})...), '}'), compact) {
+		t.Fatalf("members %q do not make the object %q", top, compact)
+	}
 }
 
 func splitDots(path string) []string {

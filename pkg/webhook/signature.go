@@ -287,11 +287,14 @@ func mac(a preset.Algorithm, key, content []byte) []byte {
 // Verifier.macs.
 var macAlgorithms = [...]preset.Algorithm{preset.SHA1, preset.SHA256, preset.SHA512}
 
-// newMACPools returns, per algorithm of macAlgorithms and per key, a pool of
-// HMACs keyed once: a delivery then costs no keying and no allocation of its
-// own (hmac.Reset returns a used one to its keyed state).
-func newMACPools(keys [][]byte) [len(macAlgorithms)][]*sync.Pool {
+// newMACPools returns, for an HMAC family, per algorithm of macAlgorithms and
+// per key, a pool of HMACs keyed once: a delivery then costs no keying and no
+// allocation of its own (hmac.Reset returns a used one to its keyed state).
+func newMACPools(f preset.Family, keys [][]byte) [len(macAlgorithms)][]*sync.Pool {
 	var out [len(macAlgorithms)][]*sync.Pool
+	if !isHMACFamily(f) {
+		return out
+	}
 	for a, alg := range macAlgorithms {
 		for _, key := range keys {
 			out[a] = append(out[a], &sync.Pool{New: func() any { return hmac.New(hashOf(alg), key) }})

@@ -71,9 +71,7 @@ func newVerifier(p preset.Preset, secrets []string, tolerance time.Duration) (*V
 			return nil, fmt.Errorf("%s secret %d: %w", p.Name, i+1, err)
 		}
 	}
-	if isHMACFamily(p.Family) {
-		v.macs = newMACPools(v.keys)
-	}
+	v.macs = newMACPools(p.Family, v.keys)
 	v.canonical = canonicalNames(p)
 	v.body = planBody(p)
 	v.fingerprintFields = slices.Sorted(slices.Values(p.FingerprintFields))
