@@ -35,6 +35,7 @@ var errNotScalar = errors.New("not a string or a number")
 // pathNode is a node of the tree of member paths a preset reads.
 type pathNode struct {
 	children map[string]*pathNode
+	path     string // the dotted path of the node, as document.values keys it
 }
 
 // bodyPlan is what a preset reads from a JSON body, fixed at construction.
@@ -75,7 +76,10 @@ func planBody(p preset.Preset) bodyPlan {
 			}
 			next := n.children[key]
 			if next == nil {
-				next = &pathNode{}
+				next = &pathNode{path: key}
+				if n.path != "" {
+					next.path = n.path + "." + key
+				}
 				n.children[key] = next
 			}
 			n = next
@@ -198,7 +202,7 @@ func scanJSON(body []byte, plan bodyPlan) *document {
 	}
 	s.space()
 	s.doc.object = s.pos < len(body) && body[s.pos] == '{'
-	err := s.value(0, plan.paths, "", true)
+	err := s.value(0, plan.paths, true)
 	if err == nil {
 		s.space()
 		if s.pos != len(body) {
@@ -258,8 +262,8 @@ func (s *scanner) space() {
 }
 
 // value scans one value; node is the path tree below it (nil: nothing read
-// inside), path its dotted path, top whether it is the document.
-func (s *scanner) value(depth int, node *pathNode, path string, top bool) error {
+// inside), top whether it is the document.
+func (s *scanner) value(depth int, node *pathNode, top bool) error {
 	if depth > maxJSONDepth {
 		return s.fail("nested too deeply")
 	}
@@ -268,7 +272,7 @@ func (s *scanner) value(depth int, node *pathNode, path string, top bool) error 
 	}
 	switch c := s.in[s.pos]; {
 	case c == '{':
-		return s.object(depth, node, path, top)
+		return s.object(depth, node, top)
 	case c == '[':
 		return s.array(depth)
 	case c == '"':
@@ -282,7 +286,7 @@ func (s *scanner) value(depth int, node *pathNode, path string, top bool) error 
 }
 
 // object scans an object, recording the members node reads.
-func (s *scanner) object(depth int, node *pathNode, path string, top bool) error {
+func (s *scanner) object(depth int, node *pathNode, top bool) error {
 	s.pos++
 	s.space()
 	if s.pos < len(s.in) && s.in[s.pos] == '}' {
@@ -290,7 +294,7 @@ func (s *scanner) object(depth int, node *pathNode, path string, top bool) error
 		return nil
 	}
 	for {
-		if err := s.member(depth, node, path, top); err != nil {
+		if err := s.member(depth, node, top); err != nil {
 			return err
 		}
 		s.space()
@@ -311,7 +315,7 @@ func (s *scanner) object(depth int, node *pathNode, path string, top bool) error
 }
 
 // member scans one member of an object: its name, the colon and its value.
-func (s *scanner) member(depth int, node *pathNode, path string, top bool) error {
+func (s *scanner) member(depth int, node *pathNode, top bool) error {
 	start := s.offset()
 	raw, decoded, err := s.key()
 	if err != nil {
@@ -325,7 +329,6 @@ func (s *scanner) member(depth int, node *pathNode, path string, top bool) error
 	s.space()
 	valueAt, from := s.offset(), s.pos
 	var child *pathNode
-	var childPath string
 	switch {
 	case node == nil:
 	case decoded == nil:
@@ -333,14 +336,11 @@ func (s *scanner) member(depth int, node *pathNode, path string, top bool) error
 	default:
 		child = node.children[*decoded]
 	}
-	if child != nil {
-		childPath = join(path, nameOf(raw, decoded))
-	}
-	if err := s.value(depth+1, child, childPath, false); err != nil {
+	if err := s.value(depth+1, child, false); err != nil {
 		return err
 	}
 	if child != nil {
-		s.record(childPath, s.in[from:s.pos])
+		s.record(child.path, s.in[from:s.pos])
 	}
 	if top {
 		name := raw
@@ -372,13 +372,6 @@ func (s *scanner) topMember(m member) {
 	s.doc.top = append(s.doc.top, m)
 }
 
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
 // key scans a member name: its bytes between the quotes and, when it holds
 // escapes, its decoded text ("id" and "\u0069d" name one member).
 func (s *scanner) key() ([]byte, *string, error) {
@@ -398,14 +391,6 @@ func (s *scanner) key() ([]byte, *string, error) {
 		return nil, nil, s.fail("member name")
 	}
 	return nil, &name, nil
-}
-
-// nameOf is a member name as key returned it, as a string.
-func nameOf(raw []byte, decoded *string) string {
-	if decoded != nil {
-		return *decoded
-	}
-	return string(raw)
 }
 
 // str scans a string and reports whether it holds escapes.
@@ -542,7 +527,7 @@ func (s *scanner) array(depth int) error {
 		return nil
 	}
 	for {
-		if err := s.value(depth+1, nil, "", false); err != nil {
+		if err := s.value(depth+1, nil, false); err != nil {
 			return err
 		}
 		s.space()
