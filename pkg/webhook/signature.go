@@ -415,14 +415,24 @@ func (v *Verifier) verifyHMAC(r Request, doc *document) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	contents, err := v.signedContents(r, ts)
+	vals, err := v.signedValues(r, ts)
 	if err != nil {
 		return -1, err
 	}
+	// One content, or for a URL scheme one per accepted spelling of the URL
+	// (with and without the scheme's default port, as the senders' SDKs
+	// accept).
+	spellings := []string{""}
+	if layoutUses(v.layout, phURL) {
+		spellings = urlSpellings(r.URL)
+	}
 	var sum [sha512.Size]byte
 	for i := range v.keys {
-		for _, content := range contents {
-			expected := v.keyedMAC(alg, i, content, sum[:0])
+		for _, u := range spellings {
+			if u != "" {
+				vals[phURL] = v.signedURL(u)
+			}
+			expected := v.keyedMAC(alg, i, vals, sum[:0])
 			for _, s := range sig.signatures {
 				if hmac.Equal(expected, s) {
 					return i, nil
@@ -431,25 +441,6 @@ func (v *Verifier) verifyHMAC(r Request, doc *document) (int, error) {
 		}
 	}
 	return -1, fmt.Errorf("%w: %d signature(s) checked against %d secret(s)", ErrNoValidSignature, len(sig.signatures), len(v.keys))
-}
-
-// signedContents returns the values of every content the sender may have
-// signed: one, or for a URL scheme one per accepted spelling of the URL (with
-// and without the scheme's default port, as the senders' SDKs accept).
-func (v *Verifier) signedContents(r Request, ts string) ([]signedValues, error) {
-	vals, err := v.signedValues(r, ts)
-	if err != nil {
-		return nil, err
-	}
-	if !layoutUses(v.layout, phURL) {
-		return []signedValues{vals}, nil
-	}
-	var out []signedValues
-	for _, u := range urlSpellings(r.URL) {
-		vals[phURL] = v.signedURL(u)
-		out = append(out, vals)
-	}
-	return out, nil
 }
 
 // signedURL is a spelling of the public URL as the sender signs it.
@@ -463,7 +454,10 @@ func (v *Verifier) signedURL(u string) []byte {
 // signedValues fills the placeholders of the layout from r.
 func (v *Verifier) signedValues(r Request, ts string) (signedValues, error) {
 	p := v.preset
-	vals := signedValues{phBody: r.Body, phTimestamp: []byte(ts), phMethod: []byte(cmp.Or(r.Method, "POST"))}
+	vals := signedValues{phBody: r.Body, phTimestamp: []byte(ts)}
+	if layoutUses(v.layout, phMethod) {
+		vals[phMethod] = []byte(cmp.Or(r.Method, "POST"))
+	}
 	if layoutUses(v.layout, phID) {
 		id := v.header(r.Header, p.IDHeader)
 		if id == "" {
