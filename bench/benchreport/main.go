@@ -1,7 +1,9 @@
-// Command benchreport reads `go test -bench` output of pkg/idem and prints, per path, the
-// median time per operation, its ratio to the floor measured in the same run (a bare SET NX for
-// a first execution, a bare GET for a replay or an in-progress duplicate), allocations, and
-// Redis commands per operation. With -max it fails when a ratio exceeds its budget.
+// Command benchreport reads `go test -bench` output of pkg/idem (and of the functions' handlers)
+// and prints, per path, the median time per operation, its ratio to the floor measured in the
+// same run (a bare SET NX for a first execution, a bare GET for a replay or an in-progress
+// duplicate, the core's Do or DoBatch for a function's handler), allocations, and Redis
+// commands per operation. With -max it fails when a ratio or an allocation count exceeds its
+// budget.
 //
 // It lives in the bench module, beside the product's, so that golang.org/x/perf stays out of the
 // product's go.mod. Usage, from the repository root (make bench does both):
@@ -40,6 +42,17 @@ var paths = []path{
 	{name: "webhook: replayed 2 KB Stripe delivery vs the core's replay", bench: "WebhookStripeReplay", floor: "WebhookCoreReplay", budget: 2.0, maxAllocs: 150, optional: true},
 	{name: "webhook core: first execution", bench: "WebhookCoreFirst", floor: "WebhookCoreFirst", optional: true},
 	{name: "webhook core: replay", bench: "WebhookCoreReplay", floor: "WebhookCoreReplay", optional: true},
+	// The payments function's create path (route, content type, key, body, claim, ledger,
+	// respond, log), against the core's fenced Do (the function fences its claims).
+	{name: "payments: payment created vs the core's first execution (fenced)", bench: "PaymentsCreateFirst", floor: "PaymentsCoreFirst", budget: 1.3, maxAllocs: 150, optional: true},
+	{name: "payments: payment replayed vs the core's replay (fenced)", bench: "PaymentsCreateReplay", floor: "PaymentsCoreReplay", budget: 2.0, maxAllocs: 150, optional: true},
+	{name: "payments core: first execution (fenced)", bench: "PaymentsCoreFirst", floor: "PaymentsCoreFirst", optional: true},
+	{name: "payments core: replay (fenced)", bench: "PaymentsCoreReplay", floor: "PaymentsCoreReplay", optional: true},
+	// The consumer's batch path (decode, key, fingerprint, claims, process, completions, log
+	// lines) for 10 new 2 KB Stripe events, against the core's DoBatch of 10; at most 150
+	// allocations per record, 1,500 per batch.
+	{name: "consumer: SQS batch of 10 new events vs the core's DoBatch of 10", bench: "ConsumerBatch10", floor: "ConsumerCoreBatch10", budget: 1.3, maxAllocs: 1500, optional: true},
+	{name: "consumer core: DoBatch of 10 new keys", bench: "ConsumerCoreBatch10", floor: "ConsumerCoreBatch10", optional: true},
 	{"first execution", "FirstExecution", "FloorSetNX", 2.4, 0, false},
 	{"replay", "Replay", "FloorGet", 1.3, 0, false},
 	{"in-progress duplicate", "InProgress", "FloorGet", 1.3, 0, false},

@@ -15,8 +15,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -84,29 +87,92 @@ func LevelFromEnv(getenv func(string) string) (slog.Level, error) {
 
 // NewLogger returns a logger writing JSON lines to w at level and above,
 // each carrying the attribute function=<function> (omitted when function is
-// empty).
+// empty). LogRequest writes its lines through such a logger without
+// log/slog's encoder, in the bytes slog would write (appendRequestLine).
 func NewLogger(w io.Writer, level slog.Level, function string) *slog.Logger {
-	h := slog.Handler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	lw := &lineWriter{w: w}
+	h := slog.Handler(slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: level}))
 	if function == "" {
 		return slog.New(h)
 	}
+	fn := slog.String("function", function)
 	return slog.New(&functionHandler{
-		Handler:  h.WithAttrs([]slog.Attr{slog.String("function", function)}),
+		base:     h.WithAttrs([]slog.Attr{fn}),
 		function: function,
+		out:      lw,
+		attrs:    appendStringMember(nil, fn.Key, function),
 	})
+}
+
+// lineWriter is a logger's output, shared by its slog handler and by
+// LogRequest's own encoder, so that lines from either are written whole, one
+// at a time.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (lw *lineWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.Write(p)
 }
 
 // functionHandler remembers the function attribute already baked into its
 // handler, so LogRequest can use it as the EMF dimension without writing a
-// second "function" member.
+// second "function" member. While its attributes are strings (the
+// function's, and those of Logger.With), it also keeps them encoded, so that
+// LogRequest writes its line to out itself; the attributes of Logger.With
+// reach the slog handler only when a line other than a request line is
+// written (a logger made per request for its request line costs no slog
+// handler).
 type functionHandler struct {
-	slog.Handler
+	base     slog.Handler // the slog handler, with the function attribute
+	pending  []slog.Attr  // the attributes of Logger.With, not yet in base
+	once     sync.Once
+	resolved slog.Handler // base with pending, once needed
 	function string
+	// out is the logger's output; nil once an attribute is not a string or a
+	// group is open, and LogRequest then goes through the slog handler.
+	out *lineWriter
+	// attrs are the handler's attributes as slog writes them: ,"key":"value"...
+	attrs []byte
+}
+
+// handler is the slog handler with every attribute.
+func (h *functionHandler) handler() slog.Handler {
+	if len(h.pending) == 0 {
+		return h.base
+	}
+	h.once.Do(func() { h.resolved = h.base.WithAttrs(h.pending) })
+	return h.resolved
+}
+
+// Enabled reports whether the slog handler writes level (attributes do not change it).
+func (h *functionHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.base.Enabled(ctx, level)
+}
+
+// Handle writes r with the slog handler.
+func (h *functionHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.handler().Handle(ctx, r)
 }
 
 // WithAttrs keeps the function name known across Logger.With.
 func (h *functionHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &functionHandler{Handler: h.Handler.WithAttrs(attrs), function: h.function}
+	next := &functionHandler{base: h.base, pending: append(slices.Clip(h.pending), attrs...), function: h.function, out: h.out}
+	if next.out == nil {
+		return next
+	}
+	next.attrs = slices.Clip(h.attrs)
+	for _, a := range attrs {
+		if a.Value.Kind() != slog.KindString || a.Key == "" {
+			next.out, next.attrs = nil, nil
+			return next
+		}
+		next.attrs = appendStringMember(next.attrs, a.Key, a.Value.String())
+	}
+	return next
 }
 
 // WithGroup drops the wrapper: inside a group nothing LogRequest writes would
@@ -115,7 +181,7 @@ func (h *functionHandler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	return h.Handler.WithGroup(name)
+	return h.handler().WithGroup(name)
 }
 
 // Request is what one request did, as LogRequest records it.
@@ -179,12 +245,16 @@ type emfDocument int64
 
 // MarshalJSON writes {"Timestamp":...,"CloudWatchMetrics":[...]}.
 func (ts emfDocument) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, len(emfDirectives)+48)
+	return ts.append(make([]byte, 0, len(emfDirectives)+48)), nil
+}
+
+// append appends the document to b.
+func (ts emfDocument) append(b []byte) []byte {
 	b = append(b, `{"Timestamp":`...)
 	b = strconv.AppendInt(b, int64(ts), 10)
 	b = append(b, `,"CloudWatchMetrics":`...)
 	b = append(b, emfDirectives...)
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 var emfMetrics = []emfMetric{
@@ -264,9 +334,33 @@ func LogRequest(ctx context.Context, l *slog.Logger, r Request) {
 		l = slog.Default()
 	}
 	h := l.Handler()
+	now := time.Now()
+	level := slog.LevelInfo
+	if r.Outcome == OutcomeError {
+		level = slog.LevelError
+	}
+	fh, ok := h.(*functionHandler)
+	if ok && fh.out != nil {
+		// The line slog would write, without its reflection on the float and
+		// the "_aws" member.
+		buf := linePool.Get().(*[]byte)
+		*buf = appendRequestLine((*buf)[:0], now, level, fh.attrs, r)
+		_, _ = fh.out.Write(*buf)
+		if cap(*buf) <= maxPooledLine {
+			linePool.Put(buf)
+		}
+		return
+	}
+	// Handle directly rather than through l.LogAttrs, which would drop the
+	// line (and its metrics) below the configured level.
+	_ = h.Handle(ctx, requestRecord(now, level, r, !ok))
+}
 
+// requestRecord is r's line as a slog record; withFunction adds the function
+// member, which a functionHandler already holds.
+func requestRecord(now time.Time, level slog.Level, r Request, withFunction bool) slog.Record {
 	attrs := make([]slog.Attr, 0, 13)
-	if _, ok := h.(*functionHandler); !ok {
+	if withFunction {
 		attrs = append(attrs, slog.String("function", orUnknown(r.Function)))
 	}
 	if r.Provider != "" {
@@ -281,7 +375,7 @@ func LogRequest(ctx context.Context, l *slog.Logger, r Request) {
 	}
 	attrs = append(attrs,
 		slog.Int("status", r.Status),
-		slog.Float64("duration_ms", float64(r.Duration)/float64(time.Millisecond)),
+		slog.Float64("duration_ms", durationMillis(r.Duration)),
 		slog.Int("redis_round_trips", r.RoundTrips),
 	)
 	if r.Reason != "" {
@@ -290,22 +384,130 @@ func LogRequest(ctx context.Context, l *slog.Logger, r Request) {
 	if r.Err != nil {
 		attrs = append(attrs, slog.String("error", Bound(r.Err.Error(), MaxErrorBytes)))
 	}
-
-	now := time.Now()
 	attrs = append(attrs,
 		slog.Int("requests", 1),
 		slog.Any("_aws", emfDocument(now.UnixMilli())),
 	)
-
-	level := slog.LevelInfo
-	if r.Outcome == OutcomeError {
-		level = slog.LevelError
-	}
 	rec := slog.NewRecord(now, level, "request", 0)
 	rec.AddAttrs(attrs...)
-	// Handle directly rather than through l.LogAttrs, which would drop the
-	// line (and its metrics) below the configured level.
-	_ = h.Handle(ctx, rec)
+	return rec
+}
+
+func durationMillis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// linePool holds the buffers of request lines; one over maxPooledLine (a long
+// handler attribute) is not kept.
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledLine = 8 << 10
+
+// appendRequestLine appends r's line, newline included, in the bytes a
+// slog.JSONHandler writes for requestRecord(now, level, r, false) when its
+// attributes are handlerAttrs (TestRequestLineIsTheLineSlogWrites).
+func appendRequestLine(b []byte, now time.Time, level slog.Level, handlerAttrs []byte, r Request) []byte {
+	b = append(b, `{"time":"`...)
+	b = now.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","level":"`...)
+	b = append(b, level.String()...)
+	b = append(b, `","msg":"request"`...)
+	b = append(b, handlerAttrs...)
+	if r.Provider != "" {
+		b = appendStringMember(b, "provider", r.Provider)
+	}
+	b = appendStringMember(b, "outcome", orUnknown(r.Outcome))
+	if r.ID != "" {
+		b = appendStringMember(b, "id", Bound(r.ID, MaxIDBytes))
+	}
+	if r.DeliveryID != "" {
+		b = appendStringMember(b, "delivery_id", Bound(r.DeliveryID, MaxIDBytes))
+	}
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(r.Status), 10)
+	b = append(b, `,"duration_ms":`...)
+	b = appendJSONFloat(b, durationMillis(r.Duration))
+	b = append(b, `,"redis_round_trips":`...)
+	b = strconv.AppendInt(b, int64(r.RoundTrips), 10)
+	if r.Reason != "" {
+		b = appendStringMember(b, "reason", r.Reason)
+	}
+	if r.Err != nil {
+		b = appendStringMember(b, "error", Bound(r.Err.Error(), MaxErrorBytes))
+	}
+	b = append(b, `,"requests":1,"_aws":`...)
+	b = emfDocument(now.UnixMilli()).append(b)
+	return append(b, "}\n"...)
+}
+
+// appendStringMember appends ,"key":"value" as slog's JSON handler writes it.
+func appendStringMember(b []byte, key, value string) []byte {
+	b = append(b, ',')
+	b = appendJSONString(b, key)
+	b = append(b, ':')
+	return appendJSONString(b, value)
+}
+
+// appendJSONString appends s quoted and escaped as slog's JSON handler does:
+// quote, backslash and control characters escaped (\n, \r, \t, else
+// \u00XX), invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped, HTML
+// characters kept.
+func appendJSONString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64, which is how
+// slog writes one: like strconv's shortest 'f' form, in exponent form below
+// 1e-6 and from 1e21, the exponent without a leading zero.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1]
+		b = b[:n-1]
+	}
+	return b
 }
 
 // Served calls serve, the whole of one request, and writes the request's one

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/idemlambda/idem/internal/preset"
@@ -34,6 +35,7 @@ var errNotScalar = errors.New("not a string or a number")
 // pathNode is a node of the tree of member paths a preset reads.
 type pathNode struct {
 	children map[string]*pathNode
+	path     string // the dotted path of the node, as document.values keys it
 }
 
 // bodyPlan is what a preset reads from a JSON body, fixed at construction.
@@ -74,7 +76,10 @@ func planBody(p preset.Preset) bodyPlan {
 			}
 			next := n.children[key]
 			if next == nil {
-				next = &pathNode{}
+				next = &pathNode{path: key}
+				if n.path != "" {
+					next.path = n.path + "." + key
+				}
 				n.children[key] = next
 			}
 			n = next
@@ -171,15 +176,33 @@ func (d *document) member(name string) (member, bool) {
 	return d.top[i], true
 }
 
+// documents are the documents of deliveries verified, for the next ones:
+// their members and values are kept for a delivery's verification only.
+var documents = sync.Pool{New: func() any { return &document{top: make([]member, 0, 16)} }}
+
+// releaseDocument returns doc (which may be nil) to documents once nothing
+// reads it any more. A large one is left to the collector.
+func releaseDocument(doc *document) {
+	if doc == nil || cap(doc.top) > 256 || len(doc.values) > 64 {
+		return
+	}
+	clear(doc.top)
+	clear(doc.values)
+	*doc = document{top: doc.top[:0], values: doc.values}
+	documents.Put(doc)
+}
+
 // scanJSON reads body in one pass as plan says.
 func scanJSON(body []byte, plan bodyPlan) *document {
-	s := scanner{in: body, doc: &document{raw: body, top: make([]member, 0, 16)}, compact: plan.compact}
+	doc := documents.Get().(*document)
+	doc.raw = body
+	s := scanner{in: body, doc: doc, compact: plan.compact}
 	if plan.compact {
 		s.out = make([]byte, 0, len(body))
 	}
 	s.space()
 	s.doc.object = s.pos < len(body) && body[s.pos] == '{'
-	err := s.value(0, plan.paths, "", true)
+	err := s.value(0, plan.paths, true)
 	if err == nil {
 		s.space()
 		if s.pos != len(body) {
@@ -189,15 +212,20 @@ func scanJSON(body []byte, plan bodyPlan) *document {
 	if err != nil {
 		s.doc.err = fmt.Errorf("%w: %w", ErrBadPayload, err)
 	}
-	s.doc.compact = s.out
+	if plan.compact {
+		s.doc.compact = append(s.out, body[s.mark:s.pos]...)
+	}
 	return s.doc
 }
 
 // scanner is the state of one pass of scanJSON.
 type scanner struct {
-	in      []byte
-	pos     int
+	in  []byte
+	pos int
+	// out is the compact copy, when compact: in up to mark without its
+	// insignificant white space.
 	out     []byte
+	mark    int
 	compact bool
 	doc     *document
 }
@@ -206,35 +234,36 @@ func (s *scanner) fail(what string) error {
 	return fmt.Errorf("invalid JSON at offset %d: %s", s.pos, what)
 }
 
-// emit copies in[from:s.pos] to the compact copy.
-func (s *scanner) emit(from int) {
-	if s.compact {
-		s.out = append(s.out, s.in[from:s.pos]...)
-	}
-}
-
-// offset is the current position in the coordinates members are kept in.
+// offset is the current position in the coordinates members are kept in:
+// the compact copy's when one is made (what it holds, and what is still to
+// be copied from mark), else the body's.
 func (s *scanner) offset() int {
 	if s.compact {
-		return len(s.out)
+		return len(s.out) + s.pos - s.mark
 	}
 	return s.pos
 }
 
+// space skips insignificant white space. The compact copy is made here: what
+// lies between the last white space and this one is copied in one piece.
 func (s *scanner) space() {
-	for s.pos < len(s.in) {
-		switch s.in[s.pos] {
-		case ' ', '\t', '\r', '\n':
-			s.pos++
-		default:
-			return
-		}
+	i := s.pos
+	for i < len(s.in) && (s.in[i] == ' ' || s.in[i] == '\n' || s.in[i] == '\r' || s.in[i] == '\t') {
+		i++
 	}
+	if i == s.pos {
+		return
+	}
+	if s.compact {
+		s.out = append(s.out, s.in[s.mark:s.pos]...)
+		s.mark = i
+	}
+	s.pos = i
 }
 
 // value scans one value; node is the path tree below it (nil: nothing read
-// inside), path its dotted path, top whether it is the document.
-func (s *scanner) value(depth int, node *pathNode, path string, top bool) error {
+// inside), top whether it is the document.
+func (s *scanner) value(depth int, node *pathNode, top bool) error {
 	if depth > maxJSONDepth {
 		return s.fail("nested too deeply")
 	}
@@ -243,7 +272,7 @@ func (s *scanner) value(depth int, node *pathNode, path string, top bool) error 
 	}
 	switch c := s.in[s.pos]; {
 	case c == '{':
-		return s.object(depth, node, path, top)
+		return s.object(depth, node, top)
 	case c == '[':
 		return s.array(depth)
 	case c == '"':
@@ -257,17 +286,15 @@ func (s *scanner) value(depth int, node *pathNode, path string, top bool) error 
 }
 
 // object scans an object, recording the members node reads.
-func (s *scanner) object(depth int, node *pathNode, path string, top bool) error {
+func (s *scanner) object(depth int, node *pathNode, top bool) error {
 	s.pos++
-	s.emit(s.pos - 1)
 	s.space()
 	if s.pos < len(s.in) && s.in[s.pos] == '}' {
 		s.pos++
-		s.emit(s.pos - 1)
 		return nil
 	}
 	for {
-		if err := s.member(depth, node, path, top); err != nil {
+		if err := s.member(depth, node, top); err != nil {
 			return err
 		}
 		s.space()
@@ -277,11 +304,9 @@ func (s *scanner) object(depth int, node *pathNode, path string, top bool) error
 		switch s.in[s.pos] {
 		case ',':
 			s.pos++
-			s.emit(s.pos - 1)
 			s.space()
 		case '}':
 			s.pos++
-			s.emit(s.pos - 1)
 			return nil
 		default:
 			return s.fail("want ',' or '}' in an object")
@@ -290,7 +315,7 @@ func (s *scanner) object(depth int, node *pathNode, path string, top bool) error
 }
 
 // member scans one member of an object: its name, the colon and its value.
-func (s *scanner) member(depth int, node *pathNode, path string, top bool) error {
+func (s *scanner) member(depth int, node *pathNode, top bool) error {
 	start := s.offset()
 	raw, decoded, err := s.key()
 	if err != nil {
@@ -301,11 +326,9 @@ func (s *scanner) member(depth int, node *pathNode, path string, top bool) error
 		return s.fail("want ':' after a member name")
 	}
 	s.pos++
-	s.emit(s.pos - 1)
 	s.space()
 	valueAt, from := s.offset(), s.pos
 	var child *pathNode
-	var childPath string
 	switch {
 	case node == nil:
 	case decoded == nil:
@@ -313,14 +336,11 @@ func (s *scanner) member(depth int, node *pathNode, path string, top bool) error
 	default:
 		child = node.children[*decoded]
 	}
-	if child != nil {
-		childPath = join(path, nameOf(raw, decoded))
-	}
-	if err := s.value(depth+1, child, childPath, false); err != nil {
+	if err := s.value(depth+1, child, false); err != nil {
 		return err
 	}
 	if child != nil {
-		s.record(childPath, s.in[from:s.pos])
+		s.record(child.path, s.in[from:s.pos])
 	}
 	if top {
 		name := raw
@@ -352,13 +372,6 @@ func (s *scanner) topMember(m member) {
 	s.doc.top = append(s.doc.top, m)
 }
 
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
 // key scans a member name: its bytes between the quotes and, when it holds
 // escapes, its decoded text ("id" and "\u0069d" name one member).
 func (s *scanner) key() ([]byte, *string, error) {
@@ -380,48 +393,42 @@ func (s *scanner) key() ([]byte, *string, error) {
 	return nil, &name, nil
 }
 
-// nameOf is a member name as key returned it, as a string.
-func nameOf(raw []byte, decoded *string) string {
-	if decoded != nil {
-		return *decoded
-	}
-	return string(raw)
-}
-
 // str scans a string and reports whether it holds escapes.
 func (s *scanner) str() (bool, error) {
-	from := s.pos
-	s.pos++
+	in, i := s.in, s.pos+1
 	escaped := false
-	for s.pos < len(s.in) {
-		for s.pos < len(s.in) && plainStringByte[s.in[s.pos]] {
-			s.pos++
+	for i < len(in) {
+		for i < len(in) && plainStringByte[in[i]] {
+			i++
 		}
-		if s.pos == len(s.in) {
+		if i == len(in) {
 			break
 		}
-		c := s.in[s.pos]
+		c := in[i]
 		switch {
 		case c == '"':
-			s.pos++
-			s.emit(from)
+			s.pos = i + 1
 			return escaped, nil
 		case c == '\\':
 			escaped = true
+			s.pos = i
 			if err := s.escape(); err != nil {
 				return false, err
 			}
+			i = s.pos
 		case c < 0x20:
+			s.pos = i
 			return false, s.fail("control character in a string")
 		case c < utf8.RuneSelf:
-			s.pos++
+			i++
 		default:
 			// Invalid UTF-8 is kept: encoding/json accepts it too, and reading
 			// a member (jsonScalar) refuses it.
-			_, size := utf8.DecodeRune(s.in[s.pos:])
-			s.pos += size
+			_, size := utf8.DecodeRune(in[i:])
+			i += size
 		}
 	}
+	s.pos = i
 	return false, s.fail("unterminated string")
 }
 
@@ -473,7 +480,6 @@ func (s *scanner) digits() int {
 
 // number scans a number as JSON writes them.
 func (s *scanner) number() error {
-	from := s.pos
 	if s.in[s.pos] == '-' {
 		s.pos++
 	}
@@ -498,7 +504,6 @@ func (s *scanner) number() error {
 			return s.fail("bad exponent")
 		}
 	}
-	s.emit(from)
 	return nil
 }
 
@@ -507,7 +512,6 @@ func (s *scanner) literal() error {
 	for _, lit := range [...]string{"true", "false", "null"} {
 		if bytes.HasPrefix(s.in[s.pos:], []byte(lit)) {
 			s.pos += len(lit)
-			s.emit(s.pos - len(lit))
 			return nil
 		}
 	}
@@ -517,15 +521,13 @@ func (s *scanner) literal() error {
 // array scans an array.
 func (s *scanner) array(depth int) error {
 	s.pos++
-	s.emit(s.pos - 1)
 	s.space()
 	if s.pos < len(s.in) && s.in[s.pos] == ']' {
 		s.pos++
-		s.emit(s.pos - 1)
 		return nil
 	}
 	for {
-		if err := s.value(depth+1, nil, "", false); err != nil {
+		if err := s.value(depth+1, nil, false); err != nil {
 			return err
 		}
 		s.space()
@@ -535,11 +537,9 @@ func (s *scanner) array(depth int) error {
 		switch s.in[s.pos] {
 		case ',':
 			s.pos++
-			s.emit(s.pos - 1)
 			s.space()
 		case ']':
 			s.pos++
-			s.emit(s.pos - 1)
 			return nil
 		default:
 			return s.fail("want ',' or ']' in an array")

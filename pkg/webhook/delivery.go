@@ -103,12 +103,20 @@ func firstPresent(doc *document, paths string, textOnly bool) (string, error) {
 // string or a number counts as absent; an ambiguous body (a member named
 // twice on the path) is ErrBadPayload.
 func descriptive(doc *document, fields string, textOnly bool) (string, error) {
+	var first string // the only part, most often: no slice for it
 	var parts []string
 	for alternatives := range strings.SplitSeq(fields, "+") {
 		for path := range strings.SplitSeq(alternatives, "|") {
 			s, err := doc.scalar(path, textOnly)
 			if err == nil {
-				parts = append(parts, s)
+				switch {
+				case first == "" && parts == nil:
+					first = s
+				case parts == nil:
+					parts = []string{first, s}
+				default:
+					parts = append(parts, s)
+				}
 				break
 			}
 			if errors.Is(err, ErrBadPayload) && !errors.Is(err, errNotScalar) {
@@ -116,8 +124,8 @@ func descriptive(doc *document, fields string, textOnly bool) (string, error) {
 			}
 		}
 	}
-	if len(parts) == 1 {
-		return parts[0], nil
+	if parts == nil {
+		return first, nil
 	}
 	return strings.Join(parts, "/"), nil
 }

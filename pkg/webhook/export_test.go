@@ -46,14 +46,18 @@ func (v *Verifier) Event(r Request) (Delivery, error) {
 }
 
 // ScanJSON reads body in one pass as a preset reading the member at path
-// would: whether it is one JSON document, its compact form, and the text of
-// the member at path (empty when absent or not a string or number).
-func ScanJSON(body []byte, path string) (valid bool, compact []byte, member string) {
+// would: whether it is one JSON document, its compact form, the text of the
+// member at path (empty when absent or not a string or number), and the
+// spans of the top-level members in the compact form.
+func ScanJSON(body []byte, path string) (valid bool, compact []byte, member string, top [][]byte) {
 	plan := planBody(preset.Preset{EventType: preset.Source{Field: path}, FingerprintFields: []string{"x"}})
 	doc := scanJSON(body, plan)
 	if doc.err != nil {
-		return false, nil, ""
+		return false, nil, "", nil
 	}
 	member, _ = doc.scalar(path, false)
-	return true, doc.compact, member
+	for _, m := range doc.top {
+		top = append(top, doc.compact[m.start:m.end])
+	}
+	return true, doc.compact, member, top
 }

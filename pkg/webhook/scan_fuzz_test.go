@@ -11,7 +11,7 @@ import (
 
 // FuzzScanJSONAgreesWithEncodingJSON checks the one-pass body reader against
 // encoding/json on any input: the same documents are valid, its compact copy
-// is json.Compact's, and a member it reads is the one encoding/json decodes
+// is json.Compact's, its top-level members' spans make up the object, and a member it reads is the one encoding/json decodes
 // (when the object names it once).
 func FuzzScanJSONAgreesWithEncodingJSON(f *testing.F) {
 	for _, seed := range []string{
@@ -23,7 +23,7 @@ func FuzzScanJSONAgreesWithEncodingJSON(f *testing.F) {
 	}
 	f.Add([]byte(`{"data":{"object":{"id":"pi_1"}}}`), "data.object.id")
 	f.Fuzz(func(t *testing.T, body []byte, path string) {
-		valid, compact, member := webhook.ScanJSON(body, path)
+		valid, compact, member, top := webhook.ScanJSON(body, path)
 		if valid != json.Valid(body) {
 			t.Fatalf("valid = %v, json.Valid = %v for %q", valid, !valid, body)
 		}
@@ -37,6 +37,7 @@ func FuzzScanJSONAgreesWithEncodingJSON(f *testing.F) {
 		if !bytes.Equal(compact, want.Bytes()) {
 			t.Fatalf("compact %q, json.Compact %q", compact, want.Bytes())
 		}
+		checkMemberSpans(t, compact, top)
 		if member == "" || path == "" {
 			return
 		}
@@ -66,6 +67,14 @@ func FuzzScanJSONAgreesWithEncodingJSON(f *testing.F) {
 			t.Fatalf("member %q at %q, encoding/json reads %q", member, path, got)
 		}
 	})
+}
+
+// checkMemberSpans checks that the top-level members' spans, joined, are the object.
+func checkMemberSpans(t *testing.T, compact []byte, top [][]byte) {
+	t.Helper()
+	if compact[0] == '{' && !bytes.Equal(append(append([]byte{'{'}, bytes.Join(top, []byte{','})...), '}'), compact) {
+		t.Fatalf("members %q do not make the object %q", top, compact)
+	}
 }
 
 func splitDots(path string) []string {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -47,6 +48,8 @@ var layoutPlaceholders = [numPlaceholders]string{
 type layoutPart struct {
 	literal     string
 	placeholder placeholder
+	// bytes is the literal as bytes, to write to a hash without a conversion.
+	bytes []byte
 }
 
 // parseLayout splits a Layout into literals and placeholders.
@@ -77,6 +80,9 @@ func parseLayout(layout string) ([]layoutPart, error) {
 		parts = append(parts, layoutPart{placeholder: placeholder(ph)})
 		rest = rest[open+end+1:]
 	}
+	for i := range parts {
+		parts[i].bytes = []byte(parts[i].literal)
+	}
 	return parts, nil
 }
 
@@ -91,7 +97,11 @@ type signedValues [numPlaceholders][]byte
 
 // renderLayout writes the signed content.
 func renderLayout(parts []layoutPart, vals signedValues) []byte {
-	var out []byte
+	n := 0
+	for _, p := range parts {
+		n += len(p.literal) + len(vals[p.placeholder])
+	}
+	out := make([]byte, 0, n)
 	for _, p := range parts {
 		if p.placeholder == phLiteral {
 			out = append(out, p.literal...)
@@ -273,6 +283,49 @@ func mac(a preset.Algorithm, key, content []byte) []byte {
 	return m.Sum(nil)
 }
 
+// macAlgorithms are the algorithms of the HMAC families, in the order of
+// Verifier.macs.
+var macAlgorithms = [...]preset.Algorithm{preset.SHA1, preset.SHA256, preset.SHA512}
+
+// newMACPools returns, for an HMAC family, per algorithm of macAlgorithms and
+// per key, a pool of HMACs keyed once: a delivery then costs no keying and no
+// allocation of its own (hmac.Reset returns a used one to its keyed state).
+func newMACPools(f preset.Family, keys [][]byte) [len(macAlgorithms)][]*sync.Pool {
+	var out [len(macAlgorithms)][]*sync.Pool
+	if !isHMACFamily(f) {
+		return out
+	}
+	for a, alg := range macAlgorithms {
+		for _, key := range keys {
+			out[a] = append(out[a], &sync.Pool{New: func() any { return hmac.New(hashOf(alg), key) }})
+		}
+	}
+	return out
+}
+
+// keyedMAC appends to sum the HMAC under the verifier's key i with
+// algorithm a of the layout rendered with vals, written part by part:
+// mac(a, v.keys[i], renderLayout(v.layout, vals)).
+func (v *Verifier) keyedMAC(a preset.Algorithm, i int, vals signedValues, sum []byte) []byte {
+	idx := slices.Index(macAlgorithms[:], a)
+	if idx < 0 || i >= len(v.macs[idx]) {
+		return append(sum, mac(a, v.keys[i], renderLayout(v.layout, vals))...)
+	}
+	pool := v.macs[idx][i]
+	m := pool.Get().(hash.Hash)
+	m.Reset()
+	for _, p := range v.layout {
+		if p.placeholder == phLiteral {
+			m.Write(p.bytes)
+		} else {
+			m.Write(vals[p.placeholder])
+		}
+	}
+	sum = m.Sum(sum)
+	pool.Put(m)
+	return sum
+}
+
 // parseTimestamp parses a signed timestamp in the preset's format.
 // Decimal formats accept only canonical digits (no sign, no leading zero),
 // so the string signed and the time checked cannot disagree.
@@ -362,13 +415,24 @@ func (v *Verifier) verifyHMAC(r Request, doc *document) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	contents, err := v.signedContents(r, ts)
+	vals, err := v.signedValues(r, ts)
 	if err != nil {
 		return -1, err
 	}
-	for i, key := range v.keys {
-		for _, content := range contents {
-			expected := mac(alg, key, content)
+	// One content, or for a URL scheme one per accepted spelling of the URL
+	// (with and without the scheme's default port, as the senders' SDKs
+	// accept).
+	spellings := []string{""}
+	if layoutUses(v.layout, phURL) {
+		spellings = urlSpellings(r.URL)
+	}
+	var sum [sha512.Size]byte
+	for i := range v.keys {
+		for _, u := range spellings {
+			if u != "" {
+				vals[phURL] = v.signedURL(u)
+			}
+			expected := v.keyedMAC(alg, i, vals, sum[:0])
 			for _, s := range sig.signatures {
 				if hmac.Equal(expected, s) {
 					return i, nil
@@ -377,25 +441,6 @@ func (v *Verifier) verifyHMAC(r Request, doc *document) (int, error) {
 		}
 	}
 	return -1, fmt.Errorf("%w: %d signature(s) checked against %d secret(s)", ErrNoValidSignature, len(sig.signatures), len(v.keys))
-}
-
-// signedContents returns every content the sender may have signed: one, or
-// for a URL scheme one per accepted spelling of the URL (with and without
-// the scheme's default port, as the senders' SDKs accept).
-func (v *Verifier) signedContents(r Request, ts string) ([][]byte, error) {
-	vals, err := v.signedValues(r, ts)
-	if err != nil {
-		return nil, err
-	}
-	if !layoutUses(v.layout, phURL) {
-		return [][]byte{renderLayout(v.layout, vals)}, nil
-	}
-	var out [][]byte
-	for _, u := range urlSpellings(r.URL) {
-		vals[phURL] = v.signedURL(u)
-		out = append(out, renderLayout(v.layout, vals))
-	}
-	return out, nil
 }
 
 // signedURL is a spelling of the public URL as the sender signs it.
@@ -409,7 +454,10 @@ func (v *Verifier) signedURL(u string) []byte {
 // signedValues fills the placeholders of the layout from r.
 func (v *Verifier) signedValues(r Request, ts string) (signedValues, error) {
 	p := v.preset
-	vals := signedValues{phBody: r.Body, phTimestamp: []byte(ts), phMethod: []byte(cmp.Or(r.Method, "POST"))}
+	vals := signedValues{phBody: r.Body, phTimestamp: []byte(ts)}
+	if layoutUses(v.layout, phMethod) {
+		vals[phMethod] = []byte(cmp.Or(r.Method, "POST"))
+	}
 	if layoutUses(v.layout, phID) {
 		id := v.header(r.Header, p.IDHeader)
 		if id == "" {

@@ -9,6 +9,7 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/idemlambda/idem/internal/preset"
@@ -29,6 +30,8 @@ type Verifier struct {
 	body      bodyPlan
 	// fingerprintFields are the preset's FingerprintFields, sorted.
 	fingerprintFields []string
+	// macs are the keyed HMACs of keys, per algorithm (newMACPools).
+	macs [len(macAlgorithms)][]*sync.Pool
 }
 
 // The application builds from a row with an option New does not offer (internal/config:
@@ -76,6 +79,7 @@ func newVerifier(p preset.Preset, secrets []string, tolerance time.Duration) (*V
 			return nil, fmt.Errorf("%s secret %d: %w", p.Name, i+1, err)
 		}
 	}
+	v.macs = newMACPools(p.Family, v.keys)
 	v.canonical = canonicalNames(p)
 	v.body = planBody(p)
 	v.fingerprintFields = slices.Sorted(slices.Values(p.FingerprintFields))
@@ -252,6 +256,8 @@ func (v *Verifier) Verify(r Request) (Delivery, error) {
 		return v.verifyItemsDelivery(r)
 	}
 	var doc *document
+	// What the delivery holds is copied out of the document, or aliases the body.
+	defer func() { releaseDocument(doc) }()
 	if v.preset.Family == preset.FamilyBodySignature || v.preset.TimestampField != "" {
 		// The signature or its timestamp travels in the body: read it
 		// first (a body that is not JSON carries no signature).
@@ -313,4 +319,14 @@ func isSignatureError(err error) bool {
 // a token (nothing signed) and an item HMAC (fixed fields of each item).
 func hasLayout(p preset.Preset) bool {
 	return p.Family != preset.FamilyToken && p.Family != preset.FamilyItemHMAC
+}
+
+// isHMACFamily reports the four families whose signature is an HMAC under
+// the secrets (verifyHMAC).
+func isHMACFamily(f preset.Family) bool {
+	switch f {
+	case preset.FamilyBodyHMAC, preset.FamilyTimestampHMAC, preset.FamilyMessageHMAC, preset.FamilyURLHMAC:
+		return true
+	}
+	return false
 }
