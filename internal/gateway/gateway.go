@@ -5,10 +5,8 @@
 // events.APIGatewayV2HTTPResponse back as the gateway would.
 //
 // Routes are matched by net/http's ServeMux, whose precedence is the gateway's for the routes
-// a template declares: a literal segment before a {name} parameter, a greedy {name+} parameter
-// last, a route's own method before ANY, and $default for whatever else (routes it cannot order,
-// such as GET /a/{x+} beside ANY /a/{id}, are refused by New). What the gateway itself
-// answers is answered the same way here: a request no route matches gets 404
+// a template declares: a literal segment before a {name} parameter, a route's own method before
+// ANY. What the gateway itself answers is answered the same way here: a request no route matches gets 404
 // {"message":"Not Found"}; a handler that returns an error, panics, runs past its timeout or
 // returns a malformed response gets 500 {"message":"Internal Server Error"}; a body over the
 // gateway's 10 MB payload quota gets 413 {"message":"Request Entity Too Large"}.
@@ -67,10 +65,7 @@ func New(functions []Function, log io.Writer) (*Gateway, error) {
 	g := &Gateway{mux: http.NewServeMux(), routes: map[string]route{}, log: log}
 	for _, f := range functions {
 		for _, r := range f.Routes {
-			pattern := "/" // $default
-			if r.Path != "$default" {
-				pattern = strings.TrimPrefix(r.Method+" ", "ANY ") + strings.ReplaceAll(r.Path, "+}", "...}")
-			}
+			pattern := strings.TrimPrefix(r.Method+" ", "ANY ") + r.Path
 			if err := register(g.mux, pattern); err != nil {
 				return nil, fmt.Errorf("gateway: route %s of %s: %v", r.Key(), f.LogicalID, err)
 			}
@@ -130,7 +125,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	target = rt.fn.LogicalID
-	ev := NewEvent(r, body, EventInput{RouteKey: rt.Key(), PathParameters: params, APIID: DefaultAPIID, RequestID: requestID, Time: received})
+	ev := NewEvent(r, body, events.APIGatewayV2HTTPRequest{RouteKey: rt.Key(), PathParameters: params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: requestID, TimeEpoch: received.UnixMilli()}})
 	resp, err := invoke(r.Context(), rt.fn, ev)
 	if err == nil {
 		status, err = writeResponse(w, resp)
@@ -176,7 +172,7 @@ func invoke(parent context.Context, fn Function, ev events.APIGatewayV2HTTPReque
 	defer cancel()
 	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
 		AwsRequestID:       newUUID(),
-		InvokedFunctionArn: "arn:aws:lambda:us-east-1:" + AccountID + ":function:" + fn.LogicalID,
+		InvokedFunctionArn: "arn:aws:lambda:us-east-1:123456789012:function:" + fn.LogicalID,
 	})
 	var resp events.APIGatewayV2HTTPResponse
 	done := make(chan error, 1)
