@@ -38,11 +38,11 @@ func TestEmulatedAuthorizerGivesEachLocalCallerItsOwnIdentity(t *testing.T) {
 				var id string
 				switch {
 				case a == nil:
-				case a.IAM != nil:
+				case mode == paymentshandler.AuthIAM && a.IAM != nil:
 					id = a.IAM.UserARN
-				case a.JWT != nil:
+				case mode == paymentshandler.AuthJWT && a.JWT != nil:
 					id = a.JWT.Claims["sub"]
-				default:
+				case mode == paymentshandler.AuthLambda:
 					id, _ = a.Lambda["principalId"].(string)
 				}
 				if id == "" {
