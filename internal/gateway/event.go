@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"mime"
 	"net"
 	"net/http"
@@ -84,14 +82,9 @@ func isText(contentType string) bool {
 		return true
 	}
 	mt, _, err := mime.ParseMediaType(contentType)
-	switch {
-	case err != nil:
-		return false
-	case strings.HasPrefix(mt, "text/"), strings.HasSuffix(mt, "+json"), strings.HasSuffix(mt, "+xml"):
-		return true
-	}
-	return slices.Contains([]string{"application/json", "application/xml", "application/javascript", "application/x-www-form-urlencoded",
-		"application/graphql", "application/x-ndjson", "application/yaml", "application/x-yaml"}, mt)
+	return err == nil && (strings.HasPrefix(mt, "text/") || strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml") ||
+		slices.Contains([]string{"application/json", "application/xml", "application/javascript", "application/x-www-form-urlencoded",
+			"application/graphql", "application/x-ndjson", "application/yaml", "application/x-yaml"}, mt))
 }
 
 // PathParameters matches the escaped path against the path of route r and returns the values
@@ -120,14 +113,4 @@ func PathParameters(r samtemplate.Route, escapedPath string) (map[string]string,
 // URL-safe base64, e.g. "LV7fzho-PHcEJPw=".
 func RequestID(seed [32]byte) string {
 	return base64.URLEncoding.EncodeToString(seed[:11])
-}
-
-// newUUID returns a random version 4 UUID, the shape of a Lambda request ID.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/idemlambda/idem/internal/samtemplate"
 )
@@ -104,7 +103,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Apigw-Requestid", requestID)
 	status, target := 0, "-"
 	defer func() {
-		fmt.Fprintf(g.log, "%s %s %s -> %s %d %s\n", received.Format("15:04:05.000"), bounded(r.Method, maxLoggedMethod), bounded(r.URL.RequestURI(), maxLoggedURI),
+		fmt.Fprintf(g.log, "%s %s -> %s %d %s\n", received.Format("15:04:05.000"), bounded(r.Method+" "+r.URL.RequestURI(), maxLogged),
 			target, status, time.Since(received).Round(10*time.Microsecond))
 	}()
 
@@ -138,12 +137,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Bounds of what the access line copies from a request: a client chooses the URL, and a 500 KB
-// path must not make a 500 KB line.
-const (
-	maxLoggedURI    = 512
-	maxLoggedMethod = 16
-)
+// maxLogged bounds what the access line copies from a request: a client chooses the method and
+// the URL, and a 500 KB path must not make a 500 KB line.
+const maxLogged = 512
 
 // bounded returns s cut to at most max bytes, with the number of bytes left out, and with
 // control characters (a newline would forge a line) written as "?".
@@ -163,17 +159,13 @@ func bounded(s string, max int) string {
 // ErrTimeout is returned by an invocation that outlived its function's timeout.
 var ErrTimeout = errors.New("gateway: task timed out")
 
-// invoke runs one invocation of fn. Its context carries a Lambda context (request ID and
-// function ARN) and ends at the function's timeout; it is not cancelled when the client goes
-// away, since Lambda does not stop an invocation for that either. Past the timeout the
-// invocation is abandoned, as Lambda would stop it, and ErrTimeout returned.
+// invoke runs one invocation of fn. Its context ends at the function's timeout; it is not
+// cancelled when the client goes away, since Lambda does not stop an invocation for that either.
+// Past the timeout the invocation is abandoned, as Lambda would stop it, and ErrTimeout returned.
+// (No function reads a Lambda context, so none is added.)
 func invoke(parent context.Context, fn Function, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), fn.Timeout)
 	defer cancel()
-	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
-		AwsRequestID:       newUUID(),
-		InvokedFunctionArn: "arn:aws:lambda:us-east-1:123456789012:function:" + fn.LogicalID,
-	})
 	var resp events.APIGatewayV2HTTPResponse
 	done := make(chan error, 1)
 	go func() {

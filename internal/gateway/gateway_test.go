@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/idemlambda/idem/internal/gateway"
 	"github.com/idemlambda/idem/internal/samtemplate"
@@ -94,6 +93,7 @@ func start(t *testing.T, routes []samtemplate.Route, fns ...function) string {
 	return srv.URL
 }
 
+//cyclo:one check per field of the event, each failing with the field's name
 func TestRequestBecomesTheV2EventTheGatewaySends(t *testing.T) {
 	rec := newRecorder(ok)
 	url := start(t, []samtemplate.Route{route("Payments", "GET", "/payments/{id}")},
@@ -257,27 +257,18 @@ func TestFailedInvocationIsInternalServerError(t *testing.T) {
 	}
 }
 
-func TestInvocationHasTheFunctionTimeoutAndALambdaContext(t *testing.T) {
-	type seen struct {
-		remaining time.Duration
-		lc        *lambdacontext.LambdaContext
-	}
-	got := make(chan seen, 1)
+func TestInvocationHasTheFunctionTimeout(t *testing.T) {
+	got := make(chan time.Duration, 1)
 	fn := function{Name: "Fn", Timeout: 7 * time.Second, Handler: func(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		deadline, _ := ctx.Deadline()
-		lc, _ := lambdacontext.FromContext(ctx)
-		got <- seen{time.Until(deadline), lc}
+		got <- time.Until(deadline)
 		return ok(ctx, events.APIGatewayV2HTTPRequest{})
 	}}
 	url := start(t, []samtemplate.Route{route("Fn", "ANY", "/x")}, fn)
 	req, _ := http.NewRequest("DELETE", url+"/x", nil)
 	testsupport.RoundTrip(t, req)
-	s := <-got
-	if s.remaining > 7*time.Second || s.remaining < 6*time.Second {
-		t.Errorf("remaining time %s, want about the function's 7s timeout", s.remaining)
-	}
-	if s.lc == nil || s.lc.AwsRequestID == "" || !strings.HasSuffix(s.lc.InvokedFunctionArn, ":function:Fn") {
-		t.Errorf("lambda context %+v", s.lc)
+	if remaining := <-got; remaining > 7*time.Second || remaining < 6*time.Second {
+		t.Errorf("remaining time %s, want about the function's 7s timeout", remaining)
 	}
 }
 
