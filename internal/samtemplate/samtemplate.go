@@ -83,7 +83,7 @@ type Function struct {
 	Env        map[string]string // its static variables, its own over Globals'; empty is unset
 	Timeout    time.Duration     // its Timeout, else Globals', else DefaultTimeout
 	MemorySize int               // its MemorySize in MB, else Globals', else 128
-	Routes     []Route           // its HttpApi events, sorted by route key
+	Routes     []Route           // its HttpApi events, in the order of their names
 }
 
 // Route is one HttpApi event of a function.
@@ -267,16 +267,16 @@ func (doc *document) function(t *Template, id string, r *yaml.Node, scope map[st
 	default:
 		return fmt.Errorf("%w: function %s: no WEBHOOK_PROVIDER, PAYMENTS_LEDGER or CONSUMER_CONCURRENCY in its environment, so which program it runs is unknown", ErrTemplate, id)
 	}
-	if err := doc.routes(&f, props, scope); err != nil {
+	if f.Routes, err = doc.routes(id, props, scope); err != nil {
 		return err
 	}
 	t.Functions = append(t.Functions, f)
 	return nil
 }
 
-// routes sets the routes of f, whose properties are props.
-func (doc *document) routes(f *Function, props properties, scope map[string]string) error {
-	id := f.LogicalID
+// routes returns the routes of the HttpApi events of function id, in the order of their names.
+func (doc *document) routes(id string, props properties, scope map[string]string) ([]Route, error) {
+	var out []Route
 	for _, name := range slices.Sorted(maps.Keys(props.Events)) {
 		ev := props.Events[name]
 		if ev.Type != "HttpApi" {
@@ -285,14 +285,13 @@ func (doc *document) routes(f *Function, props properties, scope map[string]stri
 		method, err1 := doc.value(&ev.Properties.Method, scope)
 		path, err2 := doc.value(&ev.Properties.Path, scope)
 		if err := cmp.Or(err1, err2); err != nil {
-			return fmt.Errorf("function %s event %s: %w", id, name, err)
+			return nil, fmt.Errorf("function %s event %s: %w", id, name, err)
 		} else if method == "" || path == "" {
-			return fmt.Errorf("%w: function %s event %s: an HttpApi event without Method and Path", ErrTemplate, id, name)
+			return nil, fmt.Errorf("%w: function %s event %s: an HttpApi event without Method and Path", ErrTemplate, id, name)
 		}
-		f.Routes = append(f.Routes, Route{Method: strings.ToUpper(method), Path: path, Function: id})
+		out = append(out, Route{Method: strings.ToUpper(method), Path: path, Function: id})
 	}
-	slices.SortFunc(f.Routes, func(a, b Route) int { return cmp.Compare(a.Key(), b.Key()) })
-	return nil
+	return out, nil
 }
 
 // value returns the static value of n (see the package documentation), or "" when n is absent

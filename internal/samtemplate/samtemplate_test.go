@@ -29,30 +29,6 @@ func yamlRoutes(t *testing.T, path string) []string {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	get := func(n *yaml.Node, key string) *yaml.Node {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return nil
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				return n.Content[i+1]
-			}
-		}
-		return nil
-	}
-	eventsOf := func(id string, res *yaml.Node, path func(*yaml.Node) string) []string {
-		var routes []string
-		evs := get(get(res, "Properties"), "Events")
-		for j := 0; evs != nil && j+1 < len(evs.Content); j += 2 {
-			ev := evs.Content[j+1]
-			if get(ev, "Type").Value != "HttpApi" {
-				continue
-			}
-			p := get(ev, "Properties")
-			routes = append(routes, id+" "+get(p, "Method").Value+" "+path(get(p, "Path")))
-		}
-		return routes
-	}
 	var routes []string
 	resources := get(doc.Content[0], "Resources")
 	for i := 0; i+1 < len(resources.Content); i += 2 {
@@ -83,6 +59,35 @@ func yamlRoutes(t *testing.T, path string) []string {
 		routes = append(routes, eventsOf(id, res, func(p *yaml.Node) string { return p.Value })...)
 	}
 	slices.Sort(routes)
+	return routes
+}
+
+// get returns the value of key in the mapping node n, or nil.
+func get(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// eventsOf returns "<id> <METHOD> <path>" for each HttpApi event of the function resource res,
+// its path read from the Path node by path.
+func eventsOf(id string, res *yaml.Node, path func(*yaml.Node) string) []string {
+	var routes []string
+	evs := get(get(res, "Properties"), "Events")
+	for j := 0; evs != nil && j+1 < len(evs.Content); j += 2 {
+		ev := evs.Content[j+1]
+		if get(ev, "Type").Value != "HttpApi" {
+			continue
+		}
+		p := get(ev, "Properties")
+		routes = append(routes, id+" "+get(p, "Method").Value+" "+path(get(p, "Path")))
+	}
 	return routes
 }
 
