@@ -33,14 +33,8 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// The address the API listens on, unless -addr says otherwise: EnvAddr, else DefaultAddr.
-const (
-	DefaultAddr = "127.0.0.1:3000"
-	EnvAddr     = "LOCALAPI_ADDR"
-)
-
 func main() {
-	addr := flag.String("addr", cmp.Or(strings.TrimSpace(os.Getenv(EnvAddr)), DefaultAddr), "host:port to listen on (env "+EnvAddr+")")
+	addr := flag.String("addr", cmp.Or(strings.TrimSpace(os.Getenv("LOCALAPI_ADDR")), "127.0.0.1:3000"), "host:port to listen on (env LOCALAPI_ADDR)")
 	var cfg devapi.Config
 	flag.StringVar(&cfg.Providers, "providers", "", "webhook providers to serve, as keys of the template's "+samtemplate.ProvidersMapping+
 		" mapping (comma-separated), or "+samtemplate.AllProviders+"; empty: the default of its "+samtemplate.ProvidersParameter+" parameter")
@@ -112,8 +106,7 @@ func banner(w io.Writer, api *devapi.API, base string) {
 Try it (in another terminal):
   make send PROVIDER=all URL=%[1]s N=5
   curl -si %[1]s/payments -H 'content-type: application/json' -H 'idempotency-key: order-1' -d '{"amount":2500,"currency":"EUR"}'
-Payments callers: the local API stands in for the deployed authorizer (PAYMENTS_AUTH); a request is
-from %[2]q, or from the caller named by the header %[3]s: alice.
+Payments callers: the local API stands in for the authorizer; a request is from %[2]q, or from the caller in %[3]s: alice.
 
 listening on %[1]s (Ctrl-C to stop)
 `, base, devapi.DefaultPrincipal, devapi.HeaderPrincipal)

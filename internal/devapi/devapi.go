@@ -82,15 +82,8 @@ type API struct {
 func New(ctx context.Context, cfg Config) (*API, error) {
 	cfg.Template = cmp.Or(cfg.Template, "template.yaml")
 	cfg.LogOutput, cfg.AccessLog = cmp.Or[io.Writer](cfg.LogOutput, os.Stdout), cmp.Or[io.Writer](cfg.AccessLog, os.Stderr)
-	getenv := cfg.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	cfg.Getenv = func(name string) string {
-		if name == redisconn.EnvRuntimeAPI {
-			return "" // this process is not a Lambda runtime, whatever its environment says
-		}
-		return getenv(name)
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
 	}
 	t, err := samtemplate.LoadProviders(cfg.Template, cfg.Providers)
 	if err != nil {
@@ -176,7 +169,8 @@ func (a *API) build(ctx context.Context, cfg Config) error {
 // and ledger) and the variables that the process environment cannot change.
 func localEnv(f samtemplate.Function) (local, fixed map[string]string) {
 	local = maps.Clone(f.Env)
-	fixed = map[string]string{webhookhandler.EnvFunctionName: f.LogicalID}
+	// This process is not a Lambda runtime, whatever its environment says.
+	fixed = map[string]string{redisconn.EnvRuntimeAPI: "", webhookhandler.EnvFunctionName: f.LogicalID}
 	switch f.Code {
 	case samtemplate.Webhook:
 		provider := f.Env[webhookhandler.EnvProvider]
