@@ -7,7 +7,6 @@
 //	go run ./cmd/localapi                          # make run PROVIDERS=
 //	go run ./cmd/localapi -providers all           # make run: every provider the template can deploy
 //	go run ./cmd/localapi -providers Stripe,Twilio -addr 127.0.0.1:3001
-//	go run ./cmd/localapi -secret stripe=whsec_... # also accept the secret `stripe listen` signs with
 //
 // The address comes from -addr, else LOCALAPI_ADDR, else 127.0.0.1:3000. With
 // WEBHOOK_HMAC_HEADER and the other WEBHOOK_HMAC_* settings in the environment it also serves
@@ -34,18 +33,11 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// The address the API listens on, unless -addr says otherwise: EnvAddr, else DefaultAddr.
-const (
-	DefaultAddr = "127.0.0.1:3000"
-	EnvAddr     = "LOCALAPI_ADDR"
-)
-
 func main() {
-	addr := flag.String("addr", cmp.Or(strings.TrimSpace(os.Getenv(EnvAddr)), DefaultAddr), "host:port to listen on (env "+EnvAddr+")")
-	cfg := devapi.Config{Secrets: secretFlag{}}
+	addr := flag.String("addr", cmp.Or(strings.TrimSpace(os.Getenv("LOCALAPI_ADDR")), "127.0.0.1:3000"), "host:port to listen on (env LOCALAPI_ADDR)")
+	var cfg devapi.Config
 	flag.StringVar(&cfg.Providers, "providers", "", "webhook providers to serve, as keys of the template's "+samtemplate.ProvidersMapping+
 		" mapping (comma-separated), or "+samtemplate.AllProviders+"; empty: the default of its "+samtemplate.ProvidersParameter+" parameter")
-	flag.Var(secretFlag(cfg.Secrets), "secret", "`provider=secret` also accepted by that provider's function, besides its development secret (repeatable), e.g. the whsec_ secret of `stripe listen`")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -54,21 +46,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "localapi:", err)
 		os.Exit(1)
 	}
-}
-
-// secretFlag collects -secret provider=secret flags.
-type secretFlag map[string][]string
-
-func (f secretFlag) String() string { return "" }
-
-func (f secretFlag) Set(v string) error {
-	provider, secret, ok := strings.Cut(v, "=")
-	provider, secret = strings.TrimSpace(provider), strings.TrimSpace(secret)
-	if !ok || provider == "" || secret == "" || strings.Contains(secret, ",") {
-		return fmt.Errorf("want provider=secret (one secret, no comma), got %q", v)
-	}
-	f[provider] = append(f[provider], secret)
-	return nil
 }
 
 // run serves until ctx ends, then shuts down gracefully. The banner goes to out; ready, when
@@ -107,12 +84,15 @@ func run(ctx context.Context, addr string, cfg devapi.Config, out io.Writer, rea
 
 // banner prints the routes, the development secrets and a few ready-to-paste requests.
 func banner(w io.Writer, api *devapi.API, base string) {
-	fmt.Fprintf(w, "idem local API: the routes of %s, in-process, as API Gateway HTTP API payload v2.0\nredis: %s\n\n", api.Template.Path, api.RedisDescription())
+	redis := "Redis at " + api.Redis.Addr() + " (REDIS_URL)"
+	if api.Embedded {
+		redis = "embedded Redis (miniredis) on " + api.Redis.Addr() + ", in this process; set REDIS_URL to use a real one"
+	}
+	fmt.Fprintf(w, "idem local API: the routes of %s, in-process, as API Gateway HTTP API payload v2.0\nredis: %s\n\n", api.Template.Path, redis)
 	for _, r := range api.Template.Routes() {
 		f, _ := api.Template.Function(r.Function)
 		detail := "timeout " + f.Timeout.String()
 		if f.Code == samtemplate.Webhook {
-			// Only the public development secret is printed, not those given with -secret.
 			detail += ", WEBHOOK_SECRET=" + webhook.DevSecret(f.Env["WEBHOOK_PROVIDER"]) + ", sink " + api.LocalEnv(f.LogicalID)["WEBHOOK_SINK"]
 		}
 		fmt.Fprintf(w, "  %-5s %-45s %-24s %s\n", r.Method, base+r.Path, r.Function, detail)
@@ -126,8 +106,7 @@ func banner(w io.Writer, api *devapi.API, base string) {
 Try it (in another terminal):
   make send PROVIDER=all URL=%[1]s N=5
   curl -si %[1]s/payments -H 'content-type: application/json' -H 'idempotency-key: order-1' -d '{"amount":2500,"currency":"EUR"}'
-Payments callers: the local API stands in for the deployed authorizer (PAYMENTS_AUTH); a request is
-from %[2]q, or from the caller named by the header %[3]s: alice.
+Payments callers: the local API stands in for the authorizer; a request is from %[2]q, or from the caller in %[3]s: alice.
 
 listening on %[1]s (Ctrl-C to stop)
 `, base, devapi.DefaultPrincipal, devapi.HeaderPrincipal)

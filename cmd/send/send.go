@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemlambda/idem/internal/devapi"
 	"github.com/idemlambda/idem/internal/samples"
 	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
@@ -31,7 +30,7 @@ type options struct {
 	// it: empty for the template's default, samtemplate.AllProviders for every provider. A local API
 	// that lists the providers it serves (served) overrides it.
 	providers string
-	// served are the providers the API at url says it serves (devapi.RoutesPath), or nil when it
+	// served are the providers the API at url says it serves (samtemplate.RoutesPath), or nil when it
 	// says nothing: a deployed API.
 	served    []string
 	url       string
@@ -329,11 +328,11 @@ func publicURL(target string) string {
 	return u.String()
 }
 
-// servedProviders asks the API at base which webhook providers it serves (devapi.RoutesPath),
+// servedProviders asks the API at base which webhook providers it serves (samtemplate.RoutesPath),
 // as a local API answers, and returns them without hmac, whose settings the sender does not
 // know; nil when the API does not answer that (a deployed API answers 404).
 func servedProviders(ctx context.Context, client *http.Client, base string) []string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+devapi.RoutesPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+samtemplate.RoutesPath, nil)
 	if err != nil {
 		return nil
 	}
@@ -342,7 +341,7 @@ func servedProviders(ctx context.Context, client *http.Client, base string) []st
 		return nil
 	}
 	defer resp.Body.Close()
-	var served devapi.Served
+	var served samtemplate.Served
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&served) != nil || served.Providers == nil {
 		return nil
 	}

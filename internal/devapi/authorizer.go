@@ -22,11 +22,12 @@ const HeaderPrincipal = "x-idem-local-principal"
 const DefaultPrincipal = "local-developer"
 
 // emulateAuthorizer returns h behind the authorizer that mode (PAYMENTS_AUTH) names: each
-// request reaches h with the authorizer context API Gateway would add for the caller named by
-// HeaderPrincipal (DefaultPrincipal when absent), and without that header. With mode none, or
-// an unknown mode (which the handler refuses at init), h is returned unchanged.
+// request reaches h without HeaderPrincipal, and with the authorizer context API Gateway would
+// add for the caller that header names (DefaultPrincipal when absent), written for each kind of
+// authorizer (IAM, JWT, Lambda), of which the function reads the one mode names. With mode none,
+// h is returned unchanged.
 func emulateAuthorizer(mode string, h gateway.Handler) gateway.Handler {
-	if mode != paymentshandler.AuthIAM && mode != paymentshandler.AuthJWT && mode != paymentshandler.AuthLambda {
+	if mode == paymentshandler.AuthNone {
 		return h
 	}
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -37,17 +38,12 @@ func emulateAuthorizer(mode string, h gateway.Handler) gateway.Handler {
 				delete(req.Headers, name)
 			}
 		}
-		a := &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{}
-		switch mode {
-		case paymentshandler.AuthIAM:
-			a.IAM = &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
-				AccountID: "000000000000", CallerID: principal, UserARN: "arn:aws:iam::000000000000:user/" + principal, UserID: principal}
-		case paymentshandler.AuthJWT:
-			a.JWT = &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": principal}}
-		default:
-			a.Lambda = map[string]any{"principalId": principal}
+		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+				AccountID: "000000000000", CallerID: principal, UserARN: "arn:aws:iam::000000000000:user/" + principal, UserID: principal},
+			JWT:    &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": principal}},
+			Lambda: map[string]any{"principalId": principal},
 		}
-		req.RequestContext.Authorizer = a
 		return h(ctx, req)
 	}
 }

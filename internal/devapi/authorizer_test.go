@@ -34,19 +34,9 @@ func TestEmulatedAuthorizerGivesEachLocalCallerItsOwnIdentity(t *testing.T) {
 				if _, ok := req.Headers["X-Idem-Local-Principal"]; ok {
 					t.Errorf("request %d still carries %s", i, HeaderPrincipal)
 				}
-				a := req.RequestContext.Authorizer
-				var id string
-				switch {
-				case a == nil:
-				case a.IAM != nil:
-					id = a.IAM.UserARN
-				case a.JWT != nil:
-					id = a.JWT.Claims["sub"]
-				default:
-					id, _ = a.Lambda["principalId"].(string)
-				}
+				id := identity(req.RequestContext.Authorizer, mode)
 				if id == "" {
-					t.Fatalf("request %d reaches the function without an identity: %+v", i, a)
+					t.Fatalf("request %d reaches the function without an identity: %+v", i, req.RequestContext.Authorizer)
 				}
 				ids[id] = true
 			}
@@ -58,4 +48,19 @@ func TestEmulatedAuthorizerGivesEachLocalCallerItsOwnIdentity(t *testing.T) {
 	if h := emulateAuthorizer(paymentshandler.AuthNone, nil); h != nil {
 		t.Fatal("mode none gets an authorizer")
 	}
+}
+
+// identity returns the caller's identity in a, of the kind the function reads in mode, or "".
+func identity(a *events.APIGatewayV2HTTPRequestContextAuthorizerDescription, mode string) string {
+	switch {
+	case a == nil:
+	case mode == paymentshandler.AuthIAM && a.IAM != nil:
+		return a.IAM.UserARN
+	case mode == paymentshandler.AuthJWT && a.JWT != nil:
+		return a.JWT.Claims["sub"]
+	case mode == paymentshandler.AuthLambda:
+		id, _ := a.Lambda["principalId"].(string)
+		return id
+	}
+	return ""
 }

@@ -5,12 +5,13 @@
 //
 //   - one Redis client shared by every function: the one at REDIS_URL (with the other REDIS_*
 //     variables), else an embedded miniredis whose TTLs run on the wall clock;
-//   - webhook functions accept their provider's development secret (webhook.DevSecret) and
-//     Config.Secrets; their sink is the sqs sink on an in-process FIFO queue that feeds the
-//     consumer function, and API.Payloads stands in for the payload bucket;
+//   - webhook functions accept their provider's development secret (webhook.DevSecret); their
+//     sink is the sqs sink on an in-process FIFO queue that feeds the consumer function, and
+//     API.Payloads stands in for the payload bucket;
 //   - the payments function uses the in-memory ledger, behind a stand-in for the authorizer
 //     PAYMENTS_AUTH names, whose caller is HeaderPrincipal;
-//   - variables that name AWS resources (secret ARNs, queue URL, event bus, bucket, table) are unset;
+//   - variables that name AWS resources (secret ARNs, queue URL, event bus, bucket, table, cache)
+//     are unset: their values in the template are known only after a deploy (samtemplate);
 //   - the WEBHOOK_HMAC_* settings in the environment add a function for the hmac preset on
 //     POST /webhooks/hmac.
 //
@@ -47,17 +48,6 @@ import (
 	"github.com/idemlambda/idem/pkg/webhook"
 )
 
-// RoutesPath is where the development API answers GET with the webhook providers it serves,
-// as JSON Served: how the sender learns which routes a running local API serves. A deployed
-// API answers 404.
-const RoutesPath = "/_localapi/routes"
-
-// Served is RoutesPath's answer.
-type Served struct {
-	// Providers are the webhook providers served, sorted (API.Providers).
-	Providers []string `json:"providers"`
-}
-
 // Config says what to serve and where the output goes.
 type Config struct {
 	Template  string              // the SAM template's path; default template.yaml
@@ -65,9 +55,6 @@ type Config struct {
 	Getenv    func(string) string // the process environment; default os.Getenv
 	LogOutput io.Writer           // the functions' log lines; default os.Stdout, as in Lambda
 	AccessLog io.Writer           // the gateway's line per request; default os.Stderr
-	// Secrets are signing secrets a provider's function accepts besides its development
-	// secret, keyed by provider: the whsec_ secret `stripe listen` prints, for example.
-	Secrets map[string][]string
 	// Process is the consumer's work on each event; default consumerhandler.LogProcess.
 	Process consumerhandler.Process
 }
@@ -89,38 +76,20 @@ type API struct {
 	closers []func() error
 }
 
-// deployOnly are variables that name AWS resources, or configure the Redis client that is
-// replaced by the shared one: a local run never takes them from the template.
-var deployOnly = []string{
-	webhookhandler.EnvSecretARN, "WEBHOOK_QUEUE_URL", "WEBHOOK_EVENT_BUS", sink.EnvPayloadBucket, paymentshandler.EnvTable,
-	redisconn.EnvURL, redisconn.EnvCluster, redisconn.EnvAuthSecretARN, redisconn.EnvIAMAuth,
-	redisconn.EnvCacheName, redisconn.EnvServerless,
-}
-
 // New opens the shared Redis client (starting the embedded Redis when REDIS_URL is unset) and
 // builds every function's handler, as Lambda builds it at init. Nothing is dialled: a Redis
 // that is down makes requests fail with 503, as in Lambda.
 func New(ctx context.Context, cfg Config) (*API, error) {
 	cfg.Template = cmp.Or(cfg.Template, "template.yaml")
+	cfg.LogOutput, cfg.AccessLog = cmp.Or[io.Writer](cfg.LogOutput, os.Stdout), cmp.Or[io.Writer](cfg.AccessLog, os.Stderr)
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
-	}
-	if cfg.LogOutput == nil {
-		cfg.LogOutput = os.Stdout
-	}
-	if cfg.AccessLog == nil {
-		cfg.AccessLog = os.Stderr
 	}
 	t, err := samtemplate.LoadProviders(cfg.Template, cfg.Providers)
 	if err != nil {
 		return nil, fmt.Errorf("devapi: %w", err)
 	}
 	addHMACFunction(t, cfg.Getenv)
-	for provider := range cfg.Secrets {
-		if _, ok := t.WebhookFunction(provider); !ok {
-			return nil, fmt.Errorf("devapi: a secret is given for %q, which no webhook function of %s serves", provider, t.Path)
-		}
-	}
 	a := &API{Template: t, Payloads: sink.NewMemoryStore("local-payloads"), env: map[string]map[string]string{}}
 	if err := a.build(ctx, cfg); err != nil {
 		_ = a.Close()
@@ -141,7 +110,7 @@ func (a *API) build(ctx context.Context, cfg Config) error {
 	}
 	var functions []gateway.Function
 	for _, f := range a.Template.Functions {
-		local, fixed := localEnv(f, cfg.Secrets)
+		local, fixed := localEnv(f)
 		getenv := func(name string) string {
 			if v, ok := fixed[name]; ok {
 				return v
@@ -186,7 +155,6 @@ func (a *API) build(ctx context.Context, cfg Config) error {
 			h = emulateAuthorizer(getenv(paymentshandler.EnvAuth), ph.Handle)
 		}
 		maps.Copy(local, fixed)
-		delete(local, redisconn.EnvRuntimeAPI)
 		a.env[f.LogicalID] = local
 		if h != nil {
 			functions = append(functions, gateway.Function{Function: f, Handler: h})
@@ -197,20 +165,18 @@ func (a *API) build(ctx context.Context, cfg Config) error {
 	return err
 }
 
-// localEnv returns the local defaults of f (the template's variables without deployOnly, and
-// the local sink and ledger) and the variables that the process environment cannot change.
-func localEnv(f samtemplate.Function, extra map[string][]string) (local, fixed map[string]string) {
+// localEnv returns the local defaults of f (the template's static variables, and the local sink
+// and ledger) and the variables that the process environment cannot change.
+func localEnv(f samtemplate.Function) (local, fixed map[string]string) {
 	local = maps.Clone(f.Env)
-	for _, name := range deployOnly {
-		delete(local, name)
-	}
+	// This process is not a Lambda runtime, whatever its environment says.
 	fixed = map[string]string{redisconn.EnvRuntimeAPI: "", webhookhandler.EnvFunctionName: f.LogicalID}
 	switch f.Code {
 	case samtemplate.Webhook:
 		provider := f.Env[webhookhandler.EnvProvider]
 		local[sink.EnvSink] = "log"
 		fixed[webhookhandler.EnvProvider] = provider
-		fixed[webhookhandler.EnvSecret] = strings.Join(append([]string{webhook.DevSecret(provider)}, extra[provider]...), ",")
+		fixed[webhookhandler.EnvSecret] = webhook.DevSecret(provider)
 		fixed[webhookhandler.EnvSecretARN] = ""
 	case samtemplate.Payments:
 		local[paymentshandler.EnvLedger] = paymentshandler.LedgerMemory
@@ -243,14 +209,7 @@ func (a *API) openRedis(ctx context.Context, getenv func(string) string) error {
 	settings := redisconn.Settings{}
 	if strings.TrimSpace(getenv(redisconn.EnvURL)) != "" {
 		var err error
-		// This process is not a Lambda runtime, whatever its environment says.
-		outside := func(name string) string {
-			if name == redisconn.EnvRuntimeAPI {
-				return ""
-			}
-			return getenv(name)
-		}
-		if settings, err = redisconn.SettingsFromEnv(outside); err != nil {
+		if settings, err = redisconn.SettingsFromEnv(getenv); err != nil {
 			return err
 		}
 	} else {
@@ -274,11 +233,11 @@ func (a *API) openRedis(ctx context.Context, getenv func(string) string) error {
 }
 
 // ServeHTTP serves one request as API Gateway would, by invoking the route's function, and
-// RoutesPath.
+// samtemplate.RoutesPath.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == RoutesPath && r.Method == http.MethodGet {
+	if r.URL.Path == samtemplate.RoutesPath && r.Method == http.MethodGet {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(Served{Providers: a.Providers()})
+		_ = json.NewEncoder(w).Encode(samtemplate.Served{Providers: a.Providers()})
 		return
 	}
 	a.gateway.ServeHTTP(w, r)
@@ -298,14 +257,6 @@ func (a *API) Providers() []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// RedisDescription says which Redis the functions share, for the start-up banner.
-func (a *API) RedisDescription() string {
-	if a.Embedded {
-		return "embedded Redis (miniredis) on " + a.Redis.Addr() + ", in this process; set REDIS_URL to use a real one"
-	}
-	return "Redis at " + a.Redis.Addr() + " (REDIS_URL)"
 }
 
 // Close closes the handlers and the shared Redis client, then stops the embedded Redis, if

@@ -42,8 +42,8 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 		// Lambda's marker never leaks in: this is not a Lambda runtime.
 		"AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001",
 	})
-	if api.Embedded || !strings.Contains(api.RedisDescription(), "REDIS_URL") {
-		t.Fatalf("REDIS_URL set, yet %s", api.RedisDescription())
+	if api.Embedded || api.Redis.Addr() != testsupport.SharedRedisAddr() {
+		t.Fatalf("REDIS_URL set, yet Redis at %s", api.Redis.Addr())
 	}
 	if env := api.LocalEnv("WebhookStripeFunction"); env["WEBHOOK_PROVIDER"] != "stripe" || env["WEBHOOK_SECRET"] != webhook.DevSecret("stripe") {
 		t.Fatalf("stripe function's environment %v", env)
@@ -69,7 +69,7 @@ func TestFunctionsShareTheRedisOfRedisURLAndTakeTheProcessSettings(t *testing.T)
 func TestWithoutRedisURLTheFunctionsShareOneEmbeddedRedis(t *testing.T) {
 	api, _ := start(t, nil)
 	if !api.Embedded {
-		t.Fatalf("no REDIS_URL, yet %s", api.RedisDescription())
+		t.Fatalf("no REDIS_URL, yet Redis at %s", api.Redis.Addr())
 	}
 	payments := api.LocalEnv("PaymentsFunction")
 	if payments["PAYMENTS_LEDGER"] != "memory" {
@@ -130,29 +130,6 @@ func deliver(t *testing.T, base, provider, secret, id string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-func TestExtraSecretsAreAcceptedBesidesTheDevelopmentSecret(t *testing.T) {
-	_, base := startWith(t, devapi.Config{
-		Getenv:  func(string) string { return "" },
-		Secrets: map[string][]string{"stripe": {"whsec_from_stripe_listen"}},
-	})
-	for secret, want := range map[string]int{
-		"whsec_from_stripe_listen":  200,
-		webhook.DevSecret("stripe"): 200,
-		"whsec_other":               401,
-	} {
-		if got := deliver(t, base, "stripe", secret, "evt_"+strings.TrimPrefix(secret, "whsec_")); got != want {
-			t.Errorf("signed with %s: %d, want %d", secret, got, want)
-		}
-	}
-	_, err := devapi.New(context.Background(), devapi.Config{
-		Template: "../../template.yaml", Getenv: func(string) string { return "" },
-		Secrets: map[string][]string{"stripes": {"x"}}, LogOutput: io.Discard, AccessLog: io.Discard,
-	})
-	if err == nil {
-		t.Error("a secret for a provider no function serves was accepted")
-	}
 }
 
 // On the fresh embedded Redis of a local run, the first delivery of the first request already

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/idemlambda/idem/internal/config"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/idemlambda/idem/internal/config"
 	"github.com/idemlambda/idem/internal/devapi"
+	"github.com/idemlambda/idem/internal/samtemplate"
 	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/webhook"
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
@@ -88,9 +89,9 @@ func TestRoutesPathListsTheProvidersServed(t *testing.T) {
 		Getenv:    func(string) string { return "" },
 		Providers: "Slack,Github",
 	})
-	req, _ := http.NewRequest(http.MethodGet, base+devapi.RoutesPath, nil)
+	req, _ := http.NewRequest(http.MethodGet, base+samtemplate.RoutesPath, nil)
 	resp, b := testsupport.RoundTrip(t, req)
-	var served devapi.Served
+	var served samtemplate.Served
 	if err := json.Unmarshal(b, &served); resp.StatusCode != 200 || err != nil || !slices.Equal(served.Providers, []string{"github", "slack"}) {
 		t.Fatalf("%d %s: %+v %v", resp.StatusCode, b, served, err)
 	}

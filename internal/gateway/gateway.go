@@ -5,10 +5,8 @@
 // events.APIGatewayV2HTTPResponse back as the gateway would.
 //
 // Routes are matched by net/http's ServeMux, whose precedence is the gateway's for the routes
-// a template declares: a literal segment before a {name} parameter, a greedy {name+} parameter
-// last, a route's own method before ANY, and $default for whatever else (routes it cannot order,
-// such as GET /a/{x+} beside ANY /a/{id}, are refused by New). What the gateway itself
-// answers is answered the same way here: a request no route matches gets 404
+// a template declares: a literal segment before a {name} parameter, a route's own method before
+// ANY. What the gateway itself answers is answered the same way here: a request no route matches gets 404
 // {"message":"Not Found"}; a handler that returns an error, panics, runs past its timeout or
 // returns a malformed response gets 500 {"message":"Internal Server Error"}; a body over the
 // gateway's 10 MB payload quota gets 413 {"message":"Request Entity Too Large"}.
@@ -26,7 +24,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/idemlambda/idem/internal/samtemplate"
 )
@@ -67,10 +64,7 @@ func New(functions []Function, log io.Writer) (*Gateway, error) {
 	g := &Gateway{mux: http.NewServeMux(), routes: map[string]route{}, log: log}
 	for _, f := range functions {
 		for _, r := range f.Routes {
-			pattern := "/" // $default
-			if r.Path != "$default" {
-				pattern = strings.TrimPrefix(r.Method+" ", "ANY ") + strings.ReplaceAll(r.Path, "+}", "...}")
-			}
+			pattern := strings.TrimPrefix(r.Method+" ", "ANY ") + r.Path
 			if err := register(g.mux, pattern); err != nil {
 				return nil, fmt.Errorf("gateway: route %s of %s: %v", r.Key(), f.LogicalID, err)
 			}
@@ -109,7 +103,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Apigw-Requestid", requestID)
 	status, target := 0, "-"
 	defer func() {
-		fmt.Fprintf(g.log, "%s %s %s -> %s %d %s\n", received.Format("15:04:05.000"), bounded(r.Method, maxLoggedMethod), bounded(r.URL.RequestURI(), maxLoggedURI),
+		fmt.Fprintf(g.log, "%s %s -> %s %d %s\n", received.Format("15:04:05.000"), bounded(r.Method+" "+r.URL.RequestURI(), maxLogged),
 			target, status, time.Since(received).Round(10*time.Microsecond))
 	}()
 
@@ -130,7 +124,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	target = rt.fn.LogicalID
-	ev := NewEvent(r, body, EventInput{RouteKey: rt.Key(), PathParameters: params, APIID: DefaultAPIID, RequestID: requestID, Time: received})
+	ev := NewEvent(r, body, events.APIGatewayV2HTTPRequest{RouteKey: rt.Key(), PathParameters: params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: requestID, TimeEpoch: received.UnixMilli()}})
 	resp, err := invoke(r.Context(), rt.fn, ev)
 	if err == nil {
 		status, err = writeResponse(w, resp)
@@ -142,12 +137,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Bounds of what the access line copies from a request: a client chooses the URL, and a 500 KB
-// path must not make a 500 KB line.
-const (
-	maxLoggedURI    = 512
-	maxLoggedMethod = 16
-)
+// maxLogged bounds what the access line copies from a request: a client chooses the method and
+// the URL, and a 500 KB path must not make a 500 KB line.
+const maxLogged = 512
 
 // bounded returns s cut to at most max bytes, with the number of bytes left out, and with
 // control characters (a newline would forge a line) written as "?".
@@ -167,17 +159,13 @@ func bounded(s string, max int) string {
 // ErrTimeout is returned by an invocation that outlived its function's timeout.
 var ErrTimeout = errors.New("gateway: task timed out")
 
-// invoke runs one invocation of fn. Its context carries a Lambda context (request ID and
-// function ARN) and ends at the function's timeout; it is not cancelled when the client goes
-// away, since Lambda does not stop an invocation for that either. Past the timeout the
-// invocation is abandoned, as Lambda would stop it, and ErrTimeout returned.
+// invoke runs one invocation of fn. Its context ends at the function's timeout; it is not
+// cancelled when the client goes away, since Lambda does not stop an invocation for that either.
+// Past the timeout the invocation is abandoned, as Lambda would stop it, and ErrTimeout returned.
+// (No function reads a Lambda context, so none is added.)
 func invoke(parent context.Context, fn Function, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), fn.Timeout)
 	defer cancel()
-	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
-		AwsRequestID:       newUUID(),
-		InvokedFunctionArn: "arn:aws:lambda:us-east-1:" + AccountID + ":function:" + fn.LogicalID,
-	})
 	var resp events.APIGatewayV2HTTPResponse
 	done := make(chan error, 1)
 	go func() {

@@ -233,14 +233,14 @@ func (s Sample) Event(now time.Time) (events.APIGatewayV2HTTPRequest, error) {
 	}
 	// Everything the gateway would draw at random is derived from the file name, so the same
 	// time always gives the same file.
-	r.Header.Set("X-Amzn-Trace-Id", fmt.Sprintf("Root=1-%08x-%s", now.Unix(), derived(s.File, 24)))
-	ev := gateway.NewEvent(r, body, gateway.EventInput{
-		RouteKey:       s.Route.Key(),
-		PathParameters: params,
-		APIID:          APIID,
-		RequestID:      gateway.RequestID(sha256.Sum256([]byte(s.File))),
-		Time:           now,
-	})
+	ev := gateway.NewEvent(r, body, events.APIGatewayV2HTTPRequest{RouteKey: s.Route.Key(), PathParameters: params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: gateway.RequestID(sha256.Sum256([]byte(s.File))), TimeEpoch: now.UnixMilli()}})
+	// What a deployed gateway adds besides, which the functions do not read, so that the files
+	// are what they would receive.
+	rc := &ev.RequestContext
+	rc.AccountID, rc.APIID, rc.DomainPrefix = "123456789012", APIID, APIID
+	ev.Headers["x-forwarded-for"], ev.Headers["x-forwarded-port"], ev.Headers["x-forwarded-proto"] = rc.HTTP.SourceIP, "443", "https"
+	ev.Headers["x-amzn-trace-id"] = fmt.Sprintf("Root=1-%08x-%s", now.Unix(), derived(s.File, 24))
 	return ev, nil
 }
 

@@ -5,11 +5,12 @@
 // template.yaml.
 //
 // It reads what template.yaml uses, with gopkg.in/yaml.v3: resources written out or by
-// Fn::ForEach loops (as the AWS::LanguageExtensions transform expands them before SAM reads the
-// template: over a list or a CommaDelimitedList parameter, ${Identifier} and !Ref Identifier
-// replaced by the value), and the short-form !Ref and !FindInMap. A value is static when it is a
-// literal, a !Ref to a parameter or a loop's identifier, or a !FindInMap of static values; any
-// other (!If, !Sub, a !Ref to a resource) is known only after a deploy, and left out.
+// Fn::ForEach loops over a CommaDelimitedList parameter (as the AWS::LanguageExtensions transform
+// expands them before SAM reads the template: ${Identifier} and !Ref Identifier replaced by each
+// value), HttpApi events with a Method and a Path, and the short-form !Ref and !FindInMap. A value
+// is static when it is a literal, a !Ref to a parameter or a loop's identifier, or a !FindInMap of
+// static values; any other (!If, !Sub, a !Ref to a resource) is known only after a deploy, and
+// left out.
 package samtemplate
 
 import (
@@ -33,6 +34,15 @@ const (
 	ProvidersMapping   = "WebhookProvider"
 	AllProviders       = "all"
 )
+
+// RoutesPath is where the local API answers GET with Served, the webhook providers it serves:
+// how the sender learns which routes a running local API serves. A deployed API answers 404.
+const RoutesPath = "/_localapi/routes"
+
+// Served is RoutesPath's answer.
+type Served struct {
+	Providers []string `json:"providers"` // the WEBHOOK_PROVIDER of each webhook function served, sorted
+}
 
 // DefaultTimeout is a function's timeout when neither it nor Globals sets one: 3 seconds, as
 // in Lambda and SAM.
@@ -73,23 +83,18 @@ type Function struct {
 	Env        map[string]string // its static variables, its own over Globals'; empty is unset
 	Timeout    time.Duration     // its Timeout, else Globals', else DefaultTimeout
 	MemorySize int               // its MemorySize in MB, else Globals', else 128
-	Routes     []Route           // its HttpApi events, sorted by route key
+	Routes     []Route           // its HttpApi events, in the order of their names
 }
 
 // Route is one HttpApi event of a function.
 type Route struct {
 	Method   string // upper case, or "ANY"
-	Path     string // with {name} and {name+} parameters, or "$default"
+	Path     string // with {name} parameters
 	Function string // the LogicalID of the function it invokes
 }
 
-// Key returns the route key API Gateway puts in routeKey: "POST /payments", or "$default".
-func (r Route) Key() string {
-	if r.Path == "$default" {
-		return r.Path
-	}
-	return r.Method + " " + r.Path
-}
+// Key returns the route key API Gateway puts in routeKey: "POST /payments".
+func (r Route) Key() string { return r.Method + " " + r.Path }
 
 // Routes returns every function's routes, sorted by route key.
 func (t *Template) Routes() []Route {
@@ -163,9 +168,8 @@ type properties struct {
 	Events map[string]struct {
 		Type       string `yaml:"Type"`
 		Properties struct {
-			Method               yaml.Node `yaml:"Method"`
-			Path                 yaml.Node `yaml:"Path"`
-			PayloadFormatVersion string    `yaml:"PayloadFormatVersion"`
+			Method yaml.Node `yaml:"Method"`
+			Path   yaml.Node `yaml:"Path"`
 		} `yaml:"Properties"`
 	} `yaml:"Events"`
 }
@@ -208,31 +212,15 @@ func (doc *document) resources(t *Template, m *yaml.Node, scope map[string]strin
 			}
 			continue
 		}
-		if len(r.Content) != 3 || r.Content[2].Kind != yaml.MappingNode {
-			return fmt.Errorf("%w: %s must be [Identifier, Collection, {OutputKey: OutputValue}]", ErrTemplate, id)
+		if len(r.Content) != 3 || r.Content[1].Tag != "!Ref" || doc.Parameters[r.Content[1].Value].Type != "CommaDelimitedList" {
+			return fmt.Errorf("%w: %s must be [Identifier, !Ref <CommaDelimitedList parameter>, {OutputKey: OutputValue}]", ErrTemplate, id)
 		}
-		values := r.Content[1].Content // a list
-		if r.Content[1].Tag == "!Ref" {
-			list, err := doc.value(r.Content[1], scope)
-			if err != nil || doc.Parameters[r.Content[1].Value].Type != "CommaDelimitedList" {
-				return fmt.Errorf("%w: %s: the collection is no CommaDelimitedList parameter", ErrTemplate, id)
-			}
-			values = nil
-			for v := range strings.SplitSeq(list, ",") {
-				values = append(values, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: strings.TrimSpace(v)})
-			}
-		}
-		for _, v := range values {
-			inner := maps.Clone(scope)
-			if inner == nil {
-				inner = map[string]string{}
-			}
-			var err error
-			if inner[r.Content[0].Value], err = doc.value(v, scope); err != nil {
-				return fmt.Errorf("%s: %w", id, err)
-			}
+		list, _ := doc.value(r.Content[1], scope) // a parameter's value is a literal
+		for v := range strings.SplitSeq(list, ",") {
+			inner := maps.Collect(maps.All(scope))
+			inner[r.Content[0].Value] = strings.TrimSpace(v)
 			if err := doc.resources(t, r.Content[2], inner); err != nil {
-				return fmt.Errorf("%s (%s=%s): %w", id, r.Content[0].Value, inner[r.Content[0].Value], err)
+				return fmt.Errorf("%s (%s=%s): %w", id, r.Content[0].Value, strings.TrimSpace(v), err)
 			}
 		}
 	}
@@ -242,19 +230,16 @@ func (doc *document) resources(t *Template, m *yaml.Node, scope map[string]strin
 // function adds the resource r called id to t if it is an AWS::Serverless::Function.
 func (doc *document) function(t *Template, id string, r *yaml.Node, scope map[string]string) error {
 	var res struct {
-		Type       string    `yaml:"Type"`
-		Properties yaml.Node `yaml:"Properties"`
+		Type       string     `yaml:"Type"`
+		Properties properties `yaml:"Properties"`
 	}
-	var props properties
-	if err := r.Decode(&res); err != nil || res.Type != "AWS::Serverless::Function" {
+	err := r.Decode(&res)
+	if res.Type != "AWS::Serverless::Function" {
 		return nil // another resource: nothing of it is read
-	}
-	if err := res.Properties.Decode(&props); err != nil {
+	} else if err != nil {
 		return fmt.Errorf("%w: function %s: %v", ErrTemplate, id, err)
 	}
-	if _, dup := t.Function(id); dup {
-		return fmt.Errorf("%w: function %s is written twice", ErrTemplate, id)
-	}
+	props := res.Properties
 	f := Function{LogicalID: id, Env: map[string]string{}, Timeout: DefaultTimeout, MemorySize: 128}
 	for _, p := range []properties{doc.Globals.Function, props} {
 		for k, v := range p.Environment.Variables {
@@ -282,42 +267,31 @@ func (doc *document) function(t *Template, id string, r *yaml.Node, scope map[st
 	default:
 		return fmt.Errorf("%w: function %s: no WEBHOOK_PROVIDER, PAYMENTS_LEDGER or CONSUMER_CONCURRENCY in its environment, so which program it runs is unknown", ErrTemplate, id)
 	}
-	if err := doc.routes(&f, props, scope); err != nil {
+	if f.Routes, err = doc.routes(id, props, scope); err != nil {
 		return err
 	}
 	t.Functions = append(t.Functions, f)
 	return nil
 }
 
-// routes sets the routes of f, whose properties are props.
-func (doc *document) routes(f *Function, props properties, scope map[string]string) error {
-	id := f.LogicalID
+// routes returns the routes of the HttpApi events of function id, in the order of their names.
+func (doc *document) routes(id string, props properties, scope map[string]string) ([]Route, error) {
+	var out []Route
 	for _, name := range slices.Sorted(maps.Keys(props.Events)) {
 		ev := props.Events[name]
-		switch ev.Type {
-		case "HttpApi":
-		case "Api":
-			// A REST API event would need payload v1.0, which nothing here builds: refuse it
-			// rather than serve a template that is not what gets deployed.
-			return fmt.Errorf("%w: function %s event %s: REST API (Type: Api) events are not supported", ErrTemplate, id, name)
-		default:
-			continue // not an HTTP route (SQS, Schedule, ...)
+		if ev.Type != "HttpApi" {
+			continue // not an HTTP API route (SQS, Schedule, ...)
 		}
 		method, err1 := doc.value(&ev.Properties.Method, scope)
 		path, err2 := doc.value(&ev.Properties.Path, scope)
-		r := Route{Method: strings.ToUpper(cmp.Or(method, "ANY")), Path: cmp.Or(path, "$default"), Function: id}
-		switch {
-		case err1 != nil || err2 != nil:
-			return fmt.Errorf("function %s event %s: %w", id, name, cmp.Or(err1, err2))
-		case cmp.Or(ev.Properties.PayloadFormatVersion, "2.0") != "2.0":
-			return fmt.Errorf("%w: function %s event %s: PayloadFormatVersion %s (only 2.0 is served)", ErrTemplate, id, name, ev.Properties.PayloadFormatVersion)
-		case r.Path != "$default" && !strings.HasPrefix(r.Path, "/"):
-			return fmt.Errorf("%w: function %s event %s: path %q does not start with /", ErrTemplate, id, name, r.Path)
+		if err := cmp.Or(err1, err2); err != nil {
+			return nil, fmt.Errorf("function %s event %s: %w", id, name, err)
+		} else if method == "" || path == "" {
+			return nil, fmt.Errorf("%w: function %s event %s: an HttpApi event without Method and Path", ErrTemplate, id, name)
 		}
-		f.Routes = append(f.Routes, r)
+		out = append(out, Route{Method: strings.ToUpper(method), Path: path, Function: id})
 	}
-	slices.SortFunc(f.Routes, func(a, b Route) int { return cmp.Compare(a.Key(), b.Key()) })
-	return nil
+	return out, nil
 }
 
 // value returns the static value of n (see the package documentation), or "" when n is absent

@@ -29,30 +29,6 @@ func yamlRoutes(t *testing.T, path string) []string {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	get := func(n *yaml.Node, key string) *yaml.Node {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return nil
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				return n.Content[i+1]
-			}
-		}
-		return nil
-	}
-	eventsOf := func(id string, res *yaml.Node, path func(*yaml.Node) string) []string {
-		var routes []string
-		evs := get(get(res, "Properties"), "Events")
-		for j := 0; evs != nil && j+1 < len(evs.Content); j += 2 {
-			ev := evs.Content[j+1]
-			if get(ev, "Type").Value != "HttpApi" {
-				continue
-			}
-			p := get(ev, "Properties")
-			routes = append(routes, id+" "+get(p, "Method").Value+" "+path(get(p, "Path")))
-		}
-		return routes
-	}
 	var routes []string
 	resources := get(doc.Content[0], "Resources")
 	for i := 0; i+1 < len(resources.Content); i += 2 {
@@ -83,6 +59,35 @@ func yamlRoutes(t *testing.T, path string) []string {
 		routes = append(routes, eventsOf(id, res, func(p *yaml.Node) string { return p.Value })...)
 	}
 	slices.Sort(routes)
+	return routes
+}
+
+// get returns the value of key in the mapping node n, or nil.
+func get(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// eventsOf returns "<id> <METHOD> <path>" for each HttpApi event of the function resource res,
+// its path read from the Path node by path.
+func eventsOf(id string, res *yaml.Node, path func(*yaml.Node) string) []string {
+	var routes []string
+	evs := get(get(res, "Properties"), "Events")
+	for j := 0; evs != nil && j+1 < len(evs.Content); j += 2 {
+		ev := evs.Content[j+1]
+		if get(ev, "Type").Value != "HttpApi" {
+			continue
+		}
+		p := get(ev, "Properties")
+		routes = append(routes, id+" "+get(p, "Method").Value+" "+path(get(p, "Path")))
+	}
 	return routes
 }
 
@@ -160,8 +165,6 @@ Resources:
           NAME: !Sub ${Prefix}-name
           SINK: !If [IsProd, sqs, log]
       Events:
-        Any:
-          Type: HttpApi
         Get:
           Type: HttpApi
           Properties: {Method: get, Path: "/items/{id}", ApiId: !Ref Api}
@@ -194,17 +197,16 @@ func TestParseAppliesSAMDefaults(t *testing.T) {
 	for _, r := range f.Routes {
 		keys = append(keys, r.Key())
 	}
-	if !slices.Equal(keys, []string{"$default", "GET /items/{id}"}) {
-		t.Errorf("routes %q (an event without properties is the implicit API's $default route, SQS is no route)", keys)
+	if !slices.Equal(keys, []string{"GET /items/{id}"}) {
+		t.Errorf("routes %q, want the HttpApi event's (SQS is no route)", keys)
 	}
 }
 
 func TestParseRefusesWhatItCannotServe(t *testing.T) {
 	for name, edit := range map[string][2]string{
-		"REST API event":     {"Type: HttpApi\n        Get:", "Type: HttpApi\n        Get:\n          Type: Api\n        Get2:"},
-		"payload 1.0":        {"Method: get,", "Method: get, PayloadFormatVersion: \"1.0\","},
-		"unknown program":    {"PAYMENTS_LEDGER: memory", "OTHER: x"},
-		"path without slash": {`Path: "/items/{id}"`, `Path: "items"`},
+		"unknown program":          {"PAYMENTS_LEDGER: memory", "OTHER: x"},
+		"HttpApi event, no path":   {`Path: "/items/{id}", `, ""},
+		"loop over a literal list": {"Resources:\n", "Resources:\n  Fn::ForEach::L: [X, [a, b], {Fn${X}: {Type: AWS::Serverless::Function}}]\n"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := strings.Replace(minimal, edit[0], edit[1], 1)
@@ -222,6 +224,7 @@ func TestParseRefusesWhatItCannotServe(t *testing.T) {
 const loops = `
 Parameters:
   Names: {Type: CommaDelimitedList, Default: "a, b"}
+  Indexes: {Type: CommaDelimitedList, Default: "1,2"}
 Mappings:
   Route: {a: {Path: /a}, b: {Path: /b}, c: {Path: /c}}
 Resources:
@@ -235,7 +238,7 @@ Resources:
           Events: {Hook: {Type: HttpApi, Properties: {Method: POST, Path: !FindInMap [Route, !Ref N, Path]}}}
       Fn::ForEach::Inner:
         - I
-        - ["1", "2"]
+        - !Ref Indexes
         - Fn${N}x${I}:
             Type: AWS::Serverless::Function
             Properties: {Environment: {Variables: {PAYMENTS_LEDGER: "${N}${I}"}}}
