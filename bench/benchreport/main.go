@@ -50,8 +50,10 @@ var paths = []path{
 	{name: "payments core: replay (fenced)", bench: "PaymentsCoreReplay", floor: "PaymentsCoreReplay", optional: true},
 	// The consumer's batch path (decode, key, fingerprint, claims, process, completions, log
 	// lines) for 10 new 2 KB Stripe events, against the core's DoBatch of 10; at most 150
-	// allocations per record, 1,500 per batch.
-	{name: "consumer: SQS batch of 10 new events vs the core's DoBatch of 10", bench: "ConsumerBatch10", floor: "ConsumerCoreBatch10", budget: 1.3, maxAllocs: 1500, optional: true},
+	// allocations per record, 1,500 per batch. Its budget is 3.0x, not 1.3x: each record's JSON
+	// (reading the envelope and its event, fingerprinting provider, id and payload) is work
+	// DoBatch has no part in, costing about what the core spends on the record (docs/benchmarks.md).
+	{name: "consumer: SQS batch of 10 new events vs the core's DoBatch of 10", bench: "ConsumerBatch10", floor: "ConsumerCoreBatch10", budget: 3.0, maxAllocs: 1500, optional: true},
 	{name: "consumer core: DoBatch of 10 new keys", bench: "ConsumerCoreBatch10", floor: "ConsumerCoreBatch10", optional: true},
 	{"first execution", "FirstExecution", "FloorSetNX", 2.4, 0, false},
 	{"replay", "Replay", "FloorGet", 1.3, 0, false},

@@ -19,6 +19,15 @@ func FingerprintOf(payload []byte) Fingerprint { return sha256.Sum256(payload) }
 // top-level members count (a missing member counts as absent), so callers can exclude
 // volatile parts such as timestamps. Input that is not one JSON value is an error.
 func FingerprintJSON(payload []byte, fields ...string) (Fingerprint, error) {
+	if fp, ok := fingerprintCanonical(payload, fields); ok {
+		return fp, nil
+	}
+	return fingerprintDecoded(payload, fields)
+}
+
+// fingerprintDecoded is FingerprintJSON by way of the decoded value: the definition of the
+// canonical form, which fingerprintCanonical writes without decoding, and the errors.
+func fingerprintDecoded(payload []byte, fields []string) (Fingerprint, error) {
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	var v any

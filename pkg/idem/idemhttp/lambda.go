@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"unicode/utf8"
 
@@ -164,9 +165,13 @@ func (c codec[Req, Resp]) answer(ev Req, resp response) Resp {
 
 // requestHeader returns an event's request headers as an http.Header.
 func requestHeader(in message) http.Header {
-	h := http.Header{}
+	h := make(http.Header, len(in.single)+len(in.multi)+1)
+	values := make([]string, len(in.single)) // one backing array for the single values
+	i := 0
 	for name, v := range in.single {
-		h.Set(name, v)
+		values[i] = v
+		h[textproto.CanonicalMIMEHeaderKey(name)] = values[i : i+1 : i+1]
+		i++
 	}
 	for name, vs := range in.multi {
 		h.Del(name)
