@@ -130,28 +130,7 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 	var failedOver time.Time
 	wg.Go(func() {
 		time.Sleep(events * every / 2)
-		if err := r.Promote(ctx); err != nil {
-			t.Error(err)
-			return
-		}
-		failedOver = time.Now()
-		for i, e := range endpoints {
-			if i < envs/2 || stale == 0 {
-				e.Switch(r.Replica.Addr())
-			}
-		}
-		if stale > 0 {
-			time.Sleep(stale)
-			for _, e := range endpoints[envs/2:] {
-				e.Switch(r.Replica.Addr())
-			}
-		}
-		// The old primary rejoins as a replica of the new one a second later, as a replacement
-		// replica would, so that replica acknowledgement can be had again.
-		time.Sleep(time.Second)
-		if err := r.Demote(ctx); err != nil {
-			t.Error(err)
-		}
+		failedOver = switchOver(t, r, endpoints, stale)
 	})
 	for i := range events {
 		ev := newEvent(fmt.Sprintf("evt_failover_%03d", i))
@@ -174,6 +153,36 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 	t.Logf("%d events, %s: %d ran twice (%d at the same time); %d after a lost claim, %d after a lost result (second run %v after the failover, %d of them reported before the second run); %d works ended within the replica's lag before the promotion, %d results reported unacknowledged by the replica; second run after the first: %v; %d never ran within 5s of retries; answers: %s",
 		events, describe(vars, lag, stale), res.doubles, res.concurrent, res.lostClaims, res.lostResults, res.resultWaits, res.disclosed, res.endedInLag, res.unacked, res.gaps, res.neverRan, webhookfleet.FormatCounts(res.tally))
 	return res
+}
+
+// switchOver promotes r's replica and switches the endpoints to it: all at once, or with
+// stale, half of them stale later; a second after, the old primary rejoins as a replica of
+// the new one, as a replacement replica would, so that replica acknowledgement can be had
+// again. It returns when the promotion was done (zero if it failed).
+func switchOver(t *testing.T, r *testsupport.Replicated, endpoints []*testsupport.Endpoint, stale time.Duration) time.Time {
+	ctx := context.Background()
+	if err := r.Promote(ctx); err != nil {
+		t.Error(err)
+		return time.Time{}
+	}
+	failedOver := time.Now()
+	half := len(endpoints) / 2
+	for i, e := range endpoints {
+		if i < half || stale == 0 {
+			e.Switch(r.Replica.Addr())
+		}
+	}
+	if stale > 0 {
+		time.Sleep(stale)
+		for _, e := range endpoints[half:] {
+			e.Switch(r.Replica.Addr())
+		}
+	}
+	time.Sleep(time.Second)
+	if err := r.Demote(ctx); err != nil {
+		t.Error(err)
+	}
+	return failedOver
 }
 
 // countDoubles counts the events of the stream that never ran and those that ran twice: at

@@ -127,16 +127,7 @@ func verifyIAMToken(t *testing.T, token, region, userID, cacheName string, serve
 			signed[k] = vs[0]
 		}
 	}
-	for k, v := range want {
-		if signed[k] != v {
-			t.Errorf("%s = %q, want %q", k, signed[k], v)
-		}
-	}
-	for k := range signed {
-		if _, ok := want[k]; !ok {
-			t.Errorf("unexpected parameter %s", k)
-		}
-	}
+	checkParams(t, signed, want)
 	cq := canonicalQuery(signed)
 	sig := sigV4(exampleSecretKey, amzDate, region, "elasticache", "GET", "/", cq, "host:"+cacheName+"\n", "host", sha256Hex(""))
 	if got := q.Get("X-Amz-Signature"); got != sig {
@@ -385,5 +376,20 @@ func TestOpenWithIAMAuthFailsAtInitWithoutRegionOrCredentials(t *testing.T) {
 				t.Fatalf("err = %v, want a *setting.Error for %s", err, tt.wantVar)
 			}
 		})
+	}
+}
+
+// checkParams checks that the token's signed parameters are exactly want.
+func checkParams(t *testing.T, signed, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if signed[k] != v {
+			t.Errorf("%s = %q, want %q", k, signed[k], v)
+		}
+	}
+	for k := range signed {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected parameter %s", k)
+		}
 	}
 }

@@ -204,13 +204,20 @@ func TestClusterSettingBuildsClusterClient(t *testing.T) {
 	if len(o.Addrs) != 2 || o.Addrs[0] != c.Addr() || c.Addr() != "clustercfg.my-cache.abc123.use1.cache.amazonaws.com:6379" {
 		t.Errorf("Addrs = %v, Addr() = %q", o.Addrs, c.Addr())
 	}
-	if o.ReadOnly || !o.ContextTimeoutEnabled || o.ReadTimeout != DefaultReadTimeout || o.DialTimeout != DefaultDialTimeout ||
-		o.MaxRedirects != DefaultMaxRedirects || o.ConnMaxIdleTime != DefaultConnMaxIdleTime || o.PipelinePoolSize != -1 {
+	if !clusterTunedForLambda(o) {
 		t.Errorf("cluster options not tuned for Lambda: %+v", o)
 	}
 	if o.TLSConfig == nil || o.TLSConfig.ServerName != "clustercfg.my-cache.abc123.use1.cache.amazonaws.com" || o.TLSConfig.MinVersion != tls.VersionTLS12 {
 		t.Errorf("TLSConfig = %+v", o.TLSConfig)
 	}
+}
+
+// clusterTunedForLambda reports whether o has the defaults Open sets for a
+// cluster client in Lambda: reads from primaries, context deadlines honoured,
+// short timeouts, bounded redirects, idle connections dropped, no pipelining pool.
+func clusterTunedForLambda(o *redis.ClusterOptions) bool {
+	return !o.ReadOnly && o.ContextTimeoutEnabled && o.ReadTimeout == DefaultReadTimeout && o.DialTimeout == DefaultDialTimeout &&
+		o.MaxRedirects == DefaultMaxRedirects && o.ConnMaxIdleTime == DefaultConnMaxIdleTime && o.PipelinePoolSize == -1
 }
 
 func TestClusterClientWorksAgainstClusterServer(t *testing.T) {

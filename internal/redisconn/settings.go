@@ -145,6 +145,18 @@ func (s Settings) Validate() error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkAuth(u); err != nil {
+		return err
+	}
+	if _, _, err := s.redisOptions(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkAuth checks that at most one source of credentials is set (AuthSecretARN, IAMAuth,
+// a password in URL) and that IAMAuth has what ElastiCache needs: TLS, a user id and CacheName.
+func (s Settings) checkAuth(u *url.URL) error {
 	var urlUser string
 	var urlHasPassword bool
 	if u.User != nil {
@@ -164,9 +176,6 @@ func (s Settings) Validate() error {
 		return &setting.Error{Var: EnvURL, Reason: "needs the ElastiCache user id as its username with " + EnvIAMAuth + "=true (rediss://<user-id>@host:port)"}
 	case s.IAMAuth && s.CacheName == "":
 		return &setting.Error{Var: EnvCacheName, Reason: "required with " + EnvIAMAuth + "=true (the replication group id or serverless cache name)"}
-	}
-	if _, _, err := s.redisOptions(); err != nil {
-		return err
 	}
 	return nil
 }

@@ -24,7 +24,9 @@ func adyenRequest(body []byte) webhook.Request {
 	return webhook.Request{Header: hdr(map[string]string{"content-type": "application/json"}), Body: body}
 }
 
-// Cyclomatic over 15: one notification checked item by item, each property an independent if.
+// TestAdyenPublishedTestNotificationIsAcceptedItemByItem: the notification of
+// Adyen's published SDK test verifies item by item, each keyed on its signed
+// fields and answered [accepted] once for all.
 func TestAdyenPublishedTestNotificationIsAcceptedItemByItem(t *testing.T) {
 	body := readFixture(t, "sdk/adyen_items.json")
 	if !bytes.Contains(body, []byte(`"hmacSignature": "ipnxGCaUZ4l8TUW75a71/ghd2Fe5ffvX0pV4TLTntIc="`)) {
@@ -39,22 +41,10 @@ func TestAdyenPublishedTestNotificationIsAcceptedItemByItem(t *testing.T) {
 	if d.Answer == nil || string(d.Answer.Body) != "[accepted]" || d.ID != "" || d.Handshake != nil {
 		t.Fatalf("Event = %+v, want items answered [accepted]", d)
 	}
-	want := []struct{ id, typ, object string }{
+	checkAdyenItems(t, d.Items, []adyenItem{
 		{"pspReference|EVENT", "EVENT", "originalReference"},
 		{"QFQTPCQ8HXSKGK82|CAPTURE", "CAPTURE", "pspReference"},
-	}
-	if len(d.Items) != len(want) {
-		t.Fatalf("%d items, want %d", len(d.Items), len(want))
-	}
-	for i, w := range want {
-		it := d.Items[i]
-		if it.ID != w.id || it.Type != w.typ || it.ObjectID != w.object || !slices.Equal(it.Unsigned, []string{"payload"}) {
-			t.Errorf("item %d = %+v, want %+v", i, it, w)
-		}
-		if !bytes.HasPrefix(bytes.TrimSpace(it.Payload), []byte("{")) || !bytes.Contains(it.Payload, []byte(`"pspReference"`)) {
-			t.Errorf("item %d payload %s, want its NotificationRequestItem", i, it.Payload)
-		}
-	}
+	})
 	// The fingerprint is the signed data, as adyen-go-api-library's
 	// GetDataToSign writes it ("Get correct data to sign").
 	if d.Items[0].Fingerprint != sha256.Sum256([]byte("pspReference:originalReference:merchantAccount:reference:1000:EUR:EVENT:true")) {
@@ -68,6 +58,27 @@ func TestAdyenPublishedTestNotificationIsAcceptedItemByItem(t *testing.T) {
 	}
 	if d2.Items[0].ID != d.Items[0].ID || d2.Items[0].Fingerprint != d.Items[0].Fingerprint {
 		t.Errorf("an unsigned change moved the key or fingerprint: %+v", d2.Items[0])
+	}
+}
+
+// adyenItem is what an accepted item is expected to report.
+type adyenItem struct{ id, typ, object string }
+
+// checkAdyenItems checks that items are want, in order, each with its
+// NotificationRequestItem as payload and that payload reported unsigned.
+func checkAdyenItems(t *testing.T, items []webhook.Delivery, want []adyenItem) {
+	t.Helper()
+	if len(items) != len(want) {
+		t.Fatalf("%d items, want %d", len(items), len(want))
+	}
+	for i, w := range want {
+		it := items[i]
+		if it.ID != w.id || it.Type != w.typ || it.ObjectID != w.object || !slices.Equal(it.Unsigned, []string{"payload"}) {
+			t.Errorf("item %d = %+v, want %+v", i, it, w)
+		}
+		if !bytes.HasPrefix(bytes.TrimSpace(it.Payload), []byte("{")) || !bytes.Contains(it.Payload, []byte(`"pspReference"`)) {
+			t.Errorf("item %d payload %s, want its NotificationRequestItem", i, it.Payload)
+		}
 	}
 }
 

@@ -29,30 +29,9 @@ func (v *Verifier) handshake(r Request, doc *document, secret int) (*Handshake, 
 	case preset.HandshakeZoomURLValidation:
 		return v.zoomValidation(doc, secret)
 	case preset.HandshakeTwitchChallenge:
-		// https://dev.twitch.tv/docs/eventsub/handling-webhook-events/#responding-to-a-challenge-request
-		// The challenge is in the signed body; the message-type header is
-		// not signed, so either one makes this a handshake.
-		challenge, err := doc.scalar("challenge", false)
-		if err != nil {
-			if v.header(r.Header, twitchMessageTypeHeader) == "webhook_callback_verification" || errors.Is(err, ErrBadPayload) {
-				return nil, true, fmt.Errorf("%w: webhook_callback_verification without a challenge: %w", ErrBadPayload, err)
-			}
-			return nil, false, nil
-		}
-		return &Handshake{ContentType: "text/plain", Body: []byte(challenge)}, true, nil
+		return v.twitchChallenge(r, doc)
 	case preset.HandshakeSlackURLVerification:
-		if hs, ok, err := slackRateLimitNotice(doc); err != nil || ok {
-			return hs, ok, err
-		}
-		// https://api.slack.com/events/url_verification
-		if verification, err := fieldIs(doc, "type", "url_verification"); !verification {
-			return nil, false, err
-		}
-		challenge, err := doc.scalar("challenge", true)
-		if err != nil {
-			return nil, true, fmt.Errorf("%w: url_verification without a challenge: %w", ErrBadPayload, err)
-		}
-		return jsonHandshake(map[string]string{"challenge": challenge})
+		return slackVerification(doc)
 	case preset.HandshakeIntercomPing:
 		return intercomPing(doc)
 	case preset.HandshakeWooCommercePing:
@@ -62,6 +41,38 @@ func (v *Verifier) handshake(r Request, doc *document, secret int) (*Handshake, 
 		}
 	}
 	return nil, false, nil
+}
+
+// twitchChallenge answers Twitch's webhook_callback_verification with its challenge.
+// https://dev.twitch.tv/docs/eventsub/handling-webhook-events/#responding-to-a-challenge-request
+// The challenge is in the signed body; the message-type header is not
+// signed, so either one makes this a handshake.
+func (v *Verifier) twitchChallenge(r Request, doc *document) (*Handshake, bool, error) {
+	challenge, err := doc.scalar("challenge", false)
+	if err != nil {
+		if v.header(r.Header, twitchMessageTypeHeader) == "webhook_callback_verification" || errors.Is(err, ErrBadPayload) {
+			return nil, true, fmt.Errorf("%w: webhook_callback_verification without a challenge: %w", ErrBadPayload, err)
+		}
+		return nil, false, nil
+	}
+	return &Handshake{ContentType: "text/plain", Body: []byte(challenge)}, true, nil
+}
+
+// slackVerification answers Slack's url_verification with its challenge, and
+// acknowledges Slack's app_rate_limited notice.
+// https://api.slack.com/events/url_verification
+func slackVerification(doc *document) (*Handshake, bool, error) {
+	if hs, ok, err := slackRateLimitNotice(doc); err != nil || ok {
+		return hs, ok, err
+	}
+	if verification, err := fieldIs(doc, "type", "url_verification"); !verification {
+		return nil, false, err
+	}
+	challenge, err := doc.scalar("challenge", true)
+	if err != nil {
+		return nil, true, fmt.Errorf("%w: url_verification without a challenge: %w", ErrBadPayload, err)
+	}
+	return jsonHandshake(map[string]string{"challenge": challenge})
 }
 
 // zoomValidation answers Zoom's endpoint.url_validation with the secret that

@@ -17,6 +17,18 @@ const maxExported = 60
 // left out.
 func exported(t *testing.T, dir string) []string {
 	t.Helper()
+	var names []string
+	for _, file := range parseNonTest(t, dir) {
+		for _, decl := range file.Decls {
+			names = append(names, declared(decl)...)
+		}
+	}
+	return names
+}
+
+// parseNonTest parses the Go files of dir, tests left out.
+func parseNonTest(t *testing.T, dir string) []*ast.File {
+	t.Helper()
 	fset := token.NewFileSet()
 	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -33,36 +45,35 @@ func exported(t *testing.T, dir string) []string {
 		}
 		files = append(files, file)
 	}
-	var names []string
-	add := func(id *ast.Ident) {
-		if id.IsExported() {
-			names = append(names, id.Name)
-		}
-	}
-	for _, file := range files {
-		for _, decl := range file.Decls {
-			switch d := decl.(type) {
-			case *ast.FuncDecl:
-				add(d.Name)
-			case *ast.GenDecl:
-				for _, spec := range d.Specs {
-					switch s := spec.(type) {
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							add(n)
-						}
-					case *ast.TypeSpec:
-						add(s.Name)
-						if st, ok := s.Type.(*ast.StructType); ok && s.Name.IsExported() {
-							for _, field := range st.Fields.List {
-								for _, n := range field.Names {
-									add(n)
-								}
-							}
-						}
+	return files
+}
+
+// declared lists the exported names decl declares: a func or method, consts,
+// vars, types and the named fields of exported struct types.
+func declared(decl ast.Decl) []string {
+	var ids []*ast.Ident
+	switch d := decl.(type) {
+	case *ast.FuncDecl:
+		ids = append(ids, d.Name)
+	case *ast.GenDecl:
+		for _, spec := range d.Specs {
+			switch s := spec.(type) {
+			case *ast.ValueSpec:
+				ids = append(ids, s.Names...)
+			case *ast.TypeSpec:
+				ids = append(ids, s.Name)
+				if st, ok := s.Type.(*ast.StructType); ok && s.Name.IsExported() {
+					for _, field := range st.Fields.List {
+						ids = append(ids, field.Names...)
 					}
 				}
 			}
+		}
+	}
+	var names []string
+	for _, id := range ids {
+		if id.IsExported() {
+			names = append(names, id.Name)
 		}
 	}
 	return names

@@ -50,7 +50,9 @@ func keys(t *testing.T, p preset.Preset) (signWith, verifyWith string) {
 
 const adyenKey = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"
 
-// Cyclomatic over 15: one sample followed through signing, verifying, re-signing and tampering, each step an independent check.
+// TestEverySampleSignedIsVerifiedAndKeepsItsID: every preset's sample, signed
+// by webhooktest, verifies with its event id; re-signed later it keeps the id;
+// with its body changed it is refused.
 func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 	now := time.Now()
 	for _, name := range webhook.Names() {
@@ -64,69 +66,91 @@ func TestEverySampleSignedIsVerifiedAndKeepsItsID(t *testing.T) {
 			ids := map[string]bool{}
 			for i := range 2 {
 				eventID := fmt.Sprintf("evt-%s-%d", name, i)
-				r, err := webhooktest.Sample(name, eventID, now)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.URL = "https://hooks.example.com/webhooks/" + name + "?x=1"
-				signed, err := webhooktest.Sign(p.Name, signWith, r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := v.Verify(signed); err != nil {
-					t.Fatalf("Verify(signed sample): %v", err)
-				}
-				d, err := v.Verify(signed)
-				if err != nil {
-					t.Fatalf("Event: %v", err)
-				}
-				if len(d.Items) == 1 {
-					// Adyen: one event per notification item, keyed
-					// pspReference|eventCode.
-					d = d.Items[0]
-					if !strings.HasPrefix(d.ID, eventID+"|") {
-						t.Fatalf("item ID = %q, want %q and the event code", d.ID, eventID)
-					}
-				} else if (p.EventID.Field != "" || p.EventID.Header != "") && name != "mailgun" && d.ID != eventID {
-					t.Fatalf("ID = %q, want %q", d.ID, eventID)
-				}
-				if d.Handshake != nil || d.ID == "" {
-					t.Fatalf("Event = %+v, want an event", d)
-				}
+				r, signed := signedSample(t, p, signWith, eventID, now)
+				d := verifiedEvent(t, v, p, signed, eventID)
 				ids[d.ID] = true
-				// Signing the same delivery again (a retry, a second later)
-				// keeps the id.
-				again, err := webhooktest.Sign(p.Name, signWith, webhook.Request{Body: signed.Body, Header: r.Header, URL: r.URL, Now: now.Add(time.Second)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				again.Now = again.Now.Add(time.Second)
-				d2, err := v.Verify(again)
-				if err == nil && len(d2.Items) == 1 {
-					d2 = d2.Items[0]
-				}
-				if err != nil || d2.ID != d.ID {
-					t.Fatalf("re-signed: %+v, %v; first id %q", d2, err, d.ID)
-				}
-				// Any change to the body is refused.
-				tampered := signed
-				tampered.Body = append(append([]byte{}, signed.Body...), ' ')
-				if name == "mailgun" {
-					continue // Mailgun signs the token, not the body
-				}
-				if p.Family == preset.FamilyItemHMAC {
-					// Adyen signs eight fields of each item, not the body:
-					// change a signed one.
-					tampered.Body = bytes.Replace(signed.Body, []byte(`"value":1000`), []byte(`"value":1001`), 1)
-				}
-				if _, err := v.Verify(tampered); !errors.Is(err, webhook.ErrNoValidSignature) && p.Family != preset.FamilyToken {
-					t.Fatalf("tampered body: %v", err)
-				}
+				checkResignedKeepsID(t, v, p, signWith, r, signed, d.ID)
+				checkTamperedRefused(t, v, p, signed)
 			}
 			if len(ids) != 2 {
 				t.Fatalf("two events, ids %v", ids)
 			}
 		})
+	}
+}
+
+// signedSample is p's sample delivery of eventID, and that delivery signed
+// with signWith.
+func signedSample(t *testing.T, p preset.Preset, signWith, eventID string, now time.Time) (r, signed webhook.Request) {
+	t.Helper()
+	r, err := webhooktest.Sample(p.Name, eventID, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.URL = "https://hooks.example.com/webhooks/" + p.Name + "?x=1"
+	signed, err = webhooktest.Sign(p.Name, signWith, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, signed
+}
+
+// verifiedEvent verifies signed and checks it is an event keyed on eventID
+// (for Adyen, its one item, keyed pspReference|eventCode).
+func verifiedEvent(t *testing.T, v *webhook.Verifier, p preset.Preset, signed webhook.Request, eventID string) webhook.Delivery {
+	t.Helper()
+	d, err := v.Verify(signed)
+	if err != nil {
+		t.Fatalf("Verify(signed sample): %v", err)
+	}
+	if len(d.Items) == 1 {
+		d = d.Items[0]
+		if !strings.HasPrefix(d.ID, eventID+"|") {
+			t.Fatalf("item ID = %q, want %q and the event code", d.ID, eventID)
+		}
+	} else if (p.EventID.Field != "" || p.EventID.Header != "") && p.Name != "mailgun" && d.ID != eventID {
+		t.Fatalf("ID = %q, want %q", d.ID, eventID)
+	}
+	if d.Handshake != nil || d.ID == "" {
+		t.Fatalf("Event = %+v, want an event", d)
+	}
+	return d
+}
+
+// checkResignedKeepsID checks that signing the same delivery again (a retry,
+// a second later) keeps the id.
+func checkResignedKeepsID(t *testing.T, v *webhook.Verifier, p preset.Preset, signWith string, r, signed webhook.Request, id string) {
+	t.Helper()
+	again, err := webhooktest.Sign(p.Name, signWith, webhook.Request{Body: signed.Body, Header: r.Header, URL: r.URL, Now: r.Now.Add(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Now = again.Now.Add(time.Second)
+	d2, err := v.Verify(again)
+	if err == nil && len(d2.Items) == 1 {
+		d2 = d2.Items[0]
+	}
+	if err != nil || d2.ID != id {
+		t.Fatalf("re-signed: %+v, %v; first id %q", d2, err, id)
+	}
+}
+
+// checkTamperedRefused checks that any change to a signed part of the body
+// is refused (Mailgun signs the token, not the body).
+func checkTamperedRefused(t *testing.T, v *webhook.Verifier, p preset.Preset, signed webhook.Request) {
+	t.Helper()
+	if p.Name == "mailgun" {
+		return
+	}
+	tampered := signed
+	tampered.Body = append(append([]byte{}, signed.Body...), ' ')
+	if p.Family == preset.FamilyItemHMAC {
+		// Adyen signs eight fields of each item, not the body: change a
+		// signed one.
+		tampered.Body = bytes.Replace(signed.Body, []byte(`"value":1000`), []byte(`"value":1001`), 1)
+	}
+	if _, err := v.Verify(tampered); !errors.Is(err, webhook.ErrNoValidSignature) && p.Family != preset.FamilyToken {
+		t.Fatalf("tampered body: %v", err)
 	}
 }
 

@@ -14,11 +14,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemlambda/idem/internal/sink"
 	"github.com/idemlambda/idem/internal/testsupport"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 )
 
-// Cyclomatic over 15: one delivery and its retries checked for status, receipt, sink and keys.
+// Each sender's first delivery is forwarded once, as delivered and keyed on signed bytes, and
+// answered with a receipt; its retries, signed again later, get the same receipt, replayed.
 func TestFirstDeliveryIsForwardedOnceAndRetriesAreReplayed(t *testing.T) {
 	forEachProvider(t, func(t *testing.T, pc providerCase) {
 		hs := newHarness(t, pc.name, harnessConfig{})
@@ -34,25 +36,7 @@ func TestFirstDeliveryIsForwardedOnceAndRetriesAreReplayed(t *testing.T) {
 		if len(sent) != 1 {
 			t.Fatalf("sink got %d events, want 1", len(sent))
 		}
-		e := sent[0]
-		if e.Provider != pc.name || senderID(e) != id || e.Type == "" || e.ObjectID == "" {
-			t.Errorf("sink event = {Provider:%q ID:%q Type:%q ObjectID:%q}", e.Provider, e.ID, e.Type, e.ObjectID)
-		}
-		// The key comes from signed bytes; what came from unsigned headers is named.
-		switch {
-		case pc.bodyKeyed:
-			if e.ID != bodyDigest(d.body) || !slices.Equal(e.Unsigned, []string{"delivery_id", "type"}) {
-				t.Errorf("sink event ID %q Unsigned %v, want the body digest with delivery_id and type unsigned", e.ID, e.Unsigned)
-			}
-		case e.DeliveryID != "" || len(e.Unsigned) != 0:
-			t.Errorf("sink event DeliveryID %q Unsigned %v, want neither", e.DeliveryID, e.Unsigned)
-		}
-		if !bytes.Equal(e.Body, d.body) {
-			t.Errorf("sink body differs from the delivered body")
-		}
-		if !e.ReceivedAt.Equal(fixedNow) {
-			t.Errorf("ReceivedAt = %v, want %v", e.ReceivedAt, fixedNow)
-		}
+		checkForwarded(t, pc, d, id, sent[0])
 
 		// Each retry is signed again, with a later timestamp, over the same body.
 		for i := range 3 {
@@ -70,6 +54,31 @@ func TestFirstDeliveryIsForwardedOnceAndRetriesAreReplayed(t *testing.T) {
 			t.Errorf("sink called %d times, want 1", n)
 		}
 	})
+}
+
+// checkForwarded checks e, the event delivery d of id reached pc's sink as: its
+// provider, ids, type and object, its key from signed bytes, its body as delivered, received
+// at fixedNow.
+func checkForwarded(t *testing.T, pc providerCase, d delivery, id string, e sink.Event) {
+	t.Helper()
+	if e.Provider != pc.name || senderID(e) != id || e.Type == "" || e.ObjectID == "" {
+		t.Errorf("sink event = {Provider:%q ID:%q Type:%q ObjectID:%q}", e.Provider, e.ID, e.Type, e.ObjectID)
+	}
+	// The key comes from signed bytes; what came from unsigned headers is named.
+	switch {
+	case pc.bodyKeyed:
+		if e.ID != bodyDigest(d.body) || !slices.Equal(e.Unsigned, []string{"delivery_id", "type"}) {
+			t.Errorf("sink event ID %q Unsigned %v, want the body digest with delivery_id and type unsigned", e.ID, e.Unsigned)
+		}
+	case e.DeliveryID != "" || len(e.Unsigned) != 0:
+		t.Errorf("sink event DeliveryID %q Unsigned %v, want neither", e.DeliveryID, e.Unsigned)
+	}
+	if !bytes.Equal(e.Body, d.body) {
+		t.Errorf("sink body differs from the delivered body")
+	}
+	if !e.ReceivedAt.Equal(fixedNow) {
+		t.Errorf("ReceivedAt = %v, want %v", e.ReceivedAt, fixedNow)
+	}
 }
 
 func TestConcurrentDeliveriesFromSeparateEnvironmentsForwardOnce(t *testing.T) {

@@ -22,13 +22,7 @@ func TestEvictingCacheIsWarnedAtInitAndRefusedWhenAsked(t *testing.T) {
 		if err := hs.h.Prime(context.Background()); err != nil {
 			t.Fatalf("Prime: %v", err)
 		}
-		warned := false
-		for _, l := range hs.logs.lines(t, "") {
-			if l["level"] == "WARN" && l["eviction_policy"] == "allkeys-lru" && strings.Contains(l["msg"].(string), "maxmemory-policy") {
-				warned = true
-			}
-		}
-		if !warned {
+		if !warnsOfEviction(hs.logs.lines(t, ""), "allkeys-lru") {
 			t.Errorf("refuse=%v: no warning naming allkeys-lru at init; logs:\n%s", refuse, hs.logs.String())
 		}
 		if inits := hs.logs.lines(t, "init"); len(inits) != 1 || inits[0]["eviction_policy"] != "allkeys-lru" {
@@ -54,4 +48,15 @@ func TestEvictingCacheIsWarnedAtInitAndRefusedWhenAsked(t *testing.T) {
 			}
 		}
 	}
+}
+
+// warnsOfEviction reports whether one of lines is a warning naming maxmemory-policy
+// and policy.
+func warnsOfEviction(lines []map[string]any, policy string) bool {
+	for _, l := range lines {
+		if msg, _ := l["msg"].(string); l["level"] == "WARN" && l["eviction_policy"] == policy && strings.Contains(msg, "maxmemory-policy") {
+			return true
+		}
+	}
+	return false
 }

@@ -26,7 +26,6 @@ import (
 // event type, executes exactly once in total, on the shared real Redis (127.0.0.1:6379 unless
 // REDIS_TEST_ADDR says otherwise) under a unique prefix: one key, one sink event labelled
 // with the genuine delivery's headers.
-// Cyclomatic over 15: one captured delivery re-sent under each fresh id, each an independent check.
 func TestCapturedDeliveryResentUnderFreshIDsExecutesOnce(t *testing.T) {
 	for _, tc := range []struct {
 		provider               string
@@ -74,18 +73,25 @@ func TestCapturedDeliveryResentUnderFreshIDsExecutesOnce(t *testing.T) {
 			}
 			// The key comes from bytes at hand: the budget of round trips is unchanged, 2 for
 			// the first delivery and 1 for each replay.
-			outcomes := map[any]int{}
-			for _, l := range hs.logs.requests(t) {
-				outcomes[l["outcome"]]++
-				want := map[any]float64{"executed": 2, "replayed": 1}[l["outcome"]]
-				if l["redis_round_trips"] != want {
-					t.Errorf("%v with %v round trips, want %v", l["outcome"], l["redis_round_trips"], want)
-				}
-			}
-			if outcomes["executed"] != 1 || outcomes["replayed"] != 6 {
-				t.Errorf("outcomes %v, want 1 executed and 6 replayed", outcomes)
-			}
+			checkExecutedOnceThenReplayed(t, hs.logs.requests(t), 6)
 		})
+	}
+}
+
+// checkExecutedOnceThenReplayed checks that the request lines are one execution, in 2 round
+// trips, and replays replays of 1 round trip each.
+func checkExecutedOnceThenReplayed(t *testing.T, lines []map[string]any, replays int) {
+	t.Helper()
+	outcomes := map[any]int{}
+	for _, l := range lines {
+		outcomes[l["outcome"]]++
+		want := map[any]float64{"executed": 2, "replayed": 1}[l["outcome"]]
+		if l["redis_round_trips"] != want {
+			t.Errorf("%v with %v round trips, want %v", l["outcome"], l["redis_round_trips"], want)
+		}
+	}
+	if outcomes["executed"] != 1 || outcomes["replayed"] != replays {
+		t.Errorf("outcomes %v, want 1 executed and %d replayed", outcomes, replays)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/internal/config"
+	"github.com/idemlambda/idem/internal/sink"
 	"github.com/idemlambda/idem/pkg/idem/idemhttp"
 	"github.com/idemlambda/idem/pkg/webhook"
 	"github.com/idemlambda/idem/pkg/webhook/webhooktest"
@@ -45,7 +46,9 @@ func adyenDelivery(t *testing.T, body []byte) events.APIGatewayV2HTTPRequest {
 	return apiRequest(t, "adyen", body, map[string]string{"content-type": "application/json"})
 }
 
-// Cyclomatic over 15: one notification and its retries checked for answer, events, keys and log lines.
+// Adyen's published test notification, and five retries of it, forward each of its two items
+// once, each keyed pspReference|eventCode with its payload marked unsigned, and are answered
+// [accepted]: the first executed in 2 round trips, the retries replayed in 1.
 func TestAdyenTestNotificationForwardsEachItemExactlyOnce(t *testing.T) {
 	hs := adyenHarness(t)
 	req := adyenDelivery(t, readVector(t, "adyen_items.json"))
@@ -60,15 +63,7 @@ func TestAdyenTestNotificationForwardsEachItemExactlyOnce(t *testing.T) {
 			t.Fatalf("retry answered %d %v %q, want the replayed [accepted]", again.StatusCode, again.Headers, again.Body)
 		}
 	}
-	sent := hs.sink.sent()
-	var ids []string
-	for _, e := range sent {
-		ids = append(ids, e.ID)
-		if !slices.Contains(e.Unsigned, "payload") || slices.Contains(e.Signed(), "payload") || !json.Valid(e.Body) || !bytes.Contains(e.Body, []byte(`"hmacSignature"`)) {
-			t.Errorf("event %s: unsigned %v, body %s; want the item, its payload marked unsigned", e.ID, e.Unsigned, e.Body)
-		}
-	}
-	if want := []string{"pspReference|EVENT", "QFQTPCQ8HXSKGK82|CAPTURE"}; !slices.Equal(ids, want) {
+	if ids, want := adyenItemIDs(t, hs.sink.sent()), []string{"pspReference|EVENT", "QFQTPCQ8HXSKGK82|CAPTURE"}; !slices.Equal(ids, want) {
 		t.Fatalf("forwarded %v, want each item once: %v", ids, want)
 	}
 	if keys := hs.keys(t); len(keys) != 2 {
@@ -79,6 +74,20 @@ func TestAdyenTestNotificationForwardsEachItemExactlyOnce(t *testing.T) {
 		lines[1]["outcome"] != "replayed" || lines[1]["redis_round_trips"] != 1.0 {
 		t.Fatalf("log lines %v, want executed in 2 round trips, then replays in 1", lines)
 	}
+}
+
+// adyenItemIDs is the ids of sent, in order, each checked to be a notification item with
+// its payload marked unsigned.
+func adyenItemIDs(t *testing.T, sent []sink.Event) []string {
+	t.Helper()
+	var ids []string
+	for _, e := range sent {
+		ids = append(ids, e.ID)
+		if !slices.Contains(e.Unsigned, "payload") || slices.Contains(e.Signed(), "payload") || !json.Valid(e.Body) || !bytes.Contains(e.Body, []byte(`"hmacSignature"`)) {
+			t.Errorf("event %s: unsigned %v, body %s; want the item, its payload marked unsigned", e.ID, e.Unsigned, e.Body)
+		}
+	}
+	return ids
 }
 
 func TestAdyenDeliveryWithATamperedItemIsRefusedBeforeAnyClaim(t *testing.T) {

@@ -44,7 +44,9 @@ func credentialsEndpoint(t *testing.T) *atomic.Int64 {
 	return &fetches
 }
 
-// Cyclomatic over 15: one delivery's message checked field by field against a real queue.
+// Stripe and GitHub events delivered twice each reach a FIFO queue once each, deduplicated on
+// the idempotency key and grouped by the object they concern, in the documented envelope; each
+// environment builds its SQS client, and fetches its credentials, once.
 func TestSQSSinkForwardsEachEventOnceToAFIFOQueue(t *testing.T) {
 	const queueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks.fifo"
 	fake := testsupport.StartFakeAWS(t, testsupport.AWSJSON10, testsupport.SendMessageAnswer)
@@ -85,20 +87,11 @@ func TestSQSSinkForwardsEachEventOnceToAFIFOQueue(t *testing.T) {
 	}
 	stripeBody, _ := signer(t, "stripe").Sample("evt_1SQSfifo", fixedNow)
 	githubBody, _ := signer(t, "github").Sample("3f9a8c2e-5d1b-11f0-9a7e-sqsfifo", fixedNow)
-	want := []struct{ dedup, group string }{
+	checkFIFOSends(t, calls, queueURL, []fifoMessage{
 		{"stripe:evt_1SQSfifo", "stripe:" + stripeObjectID(t, stripeBody)},
 		// GitHub's key, signed, is its body's digest, not the unsigned delivery id.
 		{"github:" + bodyDigest(githubBody), "github:idemlambda/demo"},
-	}
-	for i, c := range calls {
-		if c.Target != "AmazonSQS.SendMessage" || c.Input.QueueUrl != queueURL {
-			t.Errorf("call %d: target %q queue %q", i, c.Target, c.Input.QueueUrl)
-		}
-		if c.Input.MessageDeduplicationId != want[i].dedup || c.Input.MessageGroupId != want[i].group {
-			t.Errorf("call %d: dedup id %q group %q, want %q %q", i,
-				c.Input.MessageDeduplicationId, c.Input.MessageGroupId, want[i].dedup, want[i].group)
-		}
-	}
+	})
 	var envelope struct {
 		Provider string          `json:"provider"`
 		ID       string          `json:"id"`
@@ -128,6 +121,23 @@ func TestSQSSinkForwardsEachEventOnceToAFIFOQueue(t *testing.T) {
 	}
 	if n := credentialFetches.Load(); n != 2 {
 		t.Errorf("credentials fetched %d times for 2 environments sending 12 messages, want 2", n)
+	}
+}
+
+// fifoMessage is the deduplication id and message group a FIFO send is expected to carry.
+type fifoMessage struct{ dedup, group string }
+
+// checkFIFOSends checks that calls are SendMessage calls to queueURL carrying want, in order.
+func checkFIFOSends(t *testing.T, calls []testsupport.AWSCall[sqsInput], queueURL string, want []fifoMessage) {
+	t.Helper()
+	for i, c := range calls {
+		if c.Target != "AmazonSQS.SendMessage" || c.Input.QueueUrl != queueURL {
+			t.Errorf("call %d: target %q queue %q", i, c.Target, c.Input.QueueUrl)
+		}
+		if c.Input.MessageDeduplicationId != want[i].dedup || c.Input.MessageGroupId != want[i].group {
+			t.Errorf("call %d: dedup id %q group %q, want %q %q", i,
+				c.Input.MessageDeduplicationId, c.Input.MessageGroupId, want[i].dedup, want[i].group)
+		}
 	}
 }
 
