@@ -141,12 +141,12 @@ func duration(raw, name string) (time.Duration, error) {
 // the other errors are webhook.New's, for the caller to name the variable
 // of the secrets or the tolerance.
 func NewVerifier(provider string, secrets []string, tolerance time.Duration, getenv func(string) string) (*webhook.Verifier, error) {
-	legacy, err := allowLegacy(provider, getenv)
+	legacy, ok, err := legacyPreset(provider, getenv)
 	if err != nil {
 		return nil, err
 	}
-	if legacy {
-		return legacyVerifier(provider, secrets, tolerance)
+	if ok {
+		return legacyVerifier(legacy, secrets, tolerance)
 	}
 	if provider != HMACProvider {
 		return webhook.New(provider, secrets, tolerance)
@@ -166,31 +166,31 @@ func NewVerifier(provider string, secrets []string, tolerance time.Duration, get
 	return v, err
 }
 
-// allowLegacy reads AllowLegacySignaturesSetting: on only for a preset that
-// has older signature versions.
-func allowLegacy(provider string, getenv func(string) string) (bool, error) {
+// legacyPreset reads AllowLegacySignaturesSetting: when it is on, provider's
+// preset with its legacy signatures allowed (refused for a preset that has no
+// older signature versions); ok is false when it is off.
+func legacyPreset(provider string, getenv func(string) string) (p preset.Preset, ok bool, err error) {
 	raw := strings.TrimSpace(getenv(AllowLegacySignaturesSetting))
 	if raw == "" {
-		return false, nil
+		return p, false, nil
 	}
 	on, err := strconv.ParseBool(raw)
 	if err != nil {
-		return false, setting.Errorf(AllowLegacySignaturesSetting, "want true or false, got %q", raw)
+		return p, false, setting.Errorf(AllowLegacySignaturesSetting, "want true or false, got %q", raw)
 	}
 	if !on {
-		return false, nil
+		return p, false, nil
 	}
-	if p, ok := preset.Lookup(provider); !ok || p.Legacy.SignatureHeader == "" {
-		return false, setting.Errorf(AllowLegacySignaturesSetting, "%s has no legacy signatures to allow (only hubspot has)", provider)
+	if p, ok = preset.Lookup(provider); !ok || p.Legacy.SignatureHeader == "" {
+		return p, false, setting.Errorf(AllowLegacySignaturesSetting, "%s has no legacy signatures to allow (only hubspot has)", provider)
 	}
-	return true, nil
+	p.AllowLegacySignatures = true
+	return p, true, nil
 }
 
-// legacyVerifier is webhook.New's verifier for provider with its legacy
-// signatures allowed.
-func legacyVerifier(provider string, secrets []string, tolerance time.Duration) (*webhook.Verifier, error) {
-	p, _ := preset.Lookup(provider)
-	p.AllowLegacySignatures = true
+// legacyVerifier is the verifier of p, a preset with an option webhook.New
+// does not offer.
+func legacyVerifier(p preset.Preset, secrets []string, tolerance time.Duration) (*webhook.Verifier, error) {
 	v, err := preset.NewVerifier(p, secrets, tolerance)
 	if err != nil {
 		return nil, err
