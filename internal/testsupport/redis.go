@@ -197,6 +197,19 @@ func (s *RedisServer) NewClient() *redis.Client {
 	return c
 }
 
+// BenchRedis returns a client of a private redis-server, started for b, with the pool the
+// benchmarks share (4 connections), answering and closed at cleanup: the functions' handler
+// benchmarks and the core's beside them run on it.
+func BenchRedis(b *testing.B) *redis.Client {
+	b.Helper()
+	c := redis.NewClient(&redis.Options{Addr: StartRedis(b).Addr(), PoolSize: 4})
+	b.Cleanup(func() { c.Close() })
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
 // Running reports whether the server process is running.
 func (s *RedisServer) Running() bool {
 	s.mu.Lock()

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/idemlambda/idem/internal/functions/consumer/handler"
 	"github.com/idemlambda/idem/internal/sink"
@@ -29,16 +28,6 @@ import (
 // benchBatches is how many batches are built at a time, with the timer stopped: the batches of
 // a whole run held at once would make the collector's work part of the measurement.
 const benchBatches = 100
-
-// benchConsumerRedis is a client of a private redis-server with the benchmarks' pool.
-func benchConsumerRedis(b *testing.B) redis.UniversalClient {
-	c := redis.NewClient(&redis.Options{Addr: testsupport.StartRedis(b).Addr(), PoolSize: 4})
-	b.Cleanup(func() { c.Close() })
-	if err := c.Ping(context.Background()).Err(); err != nil {
-		b.Fatal(err)
-	}
-	return c
-}
 
 // benchStripePayload is a 2 KB Stripe event called id, as the webhook function forwards it.
 func benchStripePayload(b *testing.B, id string) []byte {
@@ -73,7 +62,7 @@ func benchBatch(b *testing.B, n int, payload []byte) events.SQSEvent {
 }
 
 func BenchmarkConsumerBatch10(b *testing.B) {
-	h, err := handler.New(context.Background(), func(string) string { return "" }, handler.WithRedis(benchConsumerRedis(b)),
+	h, err := handler.New(context.Background(), func(string) string { return "" }, handler.WithRedis(testsupport.BenchRedis(b)),
 		handler.WithProcess(func(context.Context, handler.Event) error { return nil }), handler.WithLogOutput(io.Discard))
 	if err != nil {
 		b.Fatal(err)
@@ -111,7 +100,7 @@ func BenchmarkConsumerBatch10(b *testing.B) {
 }
 
 func BenchmarkConsumerCoreBatch10(b *testing.B) {
-	g, err := idem.New(benchConsumerRedis(b))
+	g, err := idem.New(testsupport.BenchRedis(b))
 	if err != nil {
 		b.Fatal(err)
 	}

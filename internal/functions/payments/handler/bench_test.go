@@ -28,16 +28,6 @@ import (
 // run held at once would make the collector's work part of the measurement.
 const benchPaymentsChunk = 1000
 
-// benchPaymentsRedis is a client of a private redis-server with the benchmarks' pool.
-func benchPaymentsRedis(b *testing.B) redis.UniversalClient {
-	c := redis.NewClient(&redis.Options{Addr: testsupport.StartRedis(b).Addr(), PoolSize: 4})
-	b.Cleanup(func() { c.Close() })
-	if err := c.Ping(context.Background()).Err(); err != nil {
-		b.Fatal(err)
-	}
-	return c
-}
-
 // benchPayments is the payments handler as the function builds it, on c, with the in-memory
 // ledger and its log discarded.
 func benchPayments(b *testing.B, c redis.UniversalClient) *handler.Handler {
@@ -75,7 +65,7 @@ func benchServe(b *testing.B, h *handler.Handler, req func(i int) events.APIGate
 // BenchmarkPaymentsCreateFirst creates a payment per request, each with its own key; every
 // benchPaymentsChunk requests the next ones are built with the timer stopped.
 func BenchmarkPaymentsCreateFirst(b *testing.B) {
-	h := benchPayments(b, benchPaymentsRedis(b))
+	h := benchPayments(b, testsupport.BenchRedis(b))
 	var reqs []events.APIGatewayV2HTTPRequest
 	benchServe(b, h, func(i int) events.APIGatewayV2HTTPRequest {
 		if i%benchPaymentsChunk == 0 {
@@ -92,7 +82,7 @@ func BenchmarkPaymentsCreateFirst(b *testing.B) {
 }
 
 func BenchmarkPaymentsCreateReplay(b *testing.B) {
-	h := benchPayments(b, benchPaymentsRedis(b))
+	h := benchPayments(b, testsupport.BenchRedis(b))
 	req := benchCreate(b, "bench-replay")
 	if resp, _ := h.Handle(context.Background(), req); resp.StatusCode != http.StatusCreated {
 		b.Fatalf("first request: %d %s", resp.StatusCode, resp.Body)
@@ -118,7 +108,7 @@ func benchPaymentsGuard(b *testing.B, c redis.UniversalClient) *idem.Guard {
 }
 
 func BenchmarkPaymentsCoreFirst(b *testing.B) {
-	g := benchPaymentsGuard(b, benchPaymentsRedis(b))
+	g := benchPaymentsGuard(b, testsupport.BenchRedis(b))
 	fp := idem.FingerprintOf([]byte(`{"amount":1999,"currency":"EUR"}`))
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -131,7 +121,7 @@ func BenchmarkPaymentsCoreFirst(b *testing.B) {
 }
 
 func BenchmarkPaymentsCoreReplay(b *testing.B) {
-	g := benchPaymentsGuard(b, benchPaymentsRedis(b))
+	g := benchPaymentsGuard(b, testsupport.BenchRedis(b))
 	fp := idem.FingerprintOf([]byte(`{"amount":1999,"currency":"EUR"}`))
 	ctx := context.Background()
 	key := idem.Key{Scope: handler.Scope, ID: "bench-replay"}

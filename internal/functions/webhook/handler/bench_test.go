@@ -36,16 +36,6 @@ type discardSink struct{}
 
 func (discardSink) Send(context.Context, sink.Event) error { return nil }
 
-// benchRedis is a client of a private redis-server with the benchmarks' pool.
-func benchRedis(b *testing.B) redis.UniversalClient {
-	c := redis.NewClient(&redis.Options{Addr: testsupport.StartRedis(b).Addr(), PoolSize: 4})
-	b.Cleanup(func() { c.Close() })
-	if err := c.Ping(context.Background()).Err(); err != nil {
-		b.Fatal(err)
-	}
-	return c
-}
-
 // benchHandler is a Stripe webhook handler as a function builds it, on c.
 func benchHandler(b *testing.B, c redis.UniversalClient) *Handler {
 	vars := map[string]string{EnvProvider: "stripe", EnvSecret: "whsec_bench"}
@@ -110,7 +100,7 @@ const benchChunk = 1000
 
 // BenchmarkWebhookStripeFirst delivers a new event per delivery.
 func BenchmarkWebhookStripeFirst(b *testing.B) {
-	h := benchHandler(b, benchRedis(b))
+	h := benchHandler(b, testsupport.BenchRedis(b))
 	var reqs []events.APIGatewayV2HTTPRequest
 	benchHandle(b, h, func(i int) events.APIGatewayV2HTTPRequest {
 		if i%benchChunk == 0 {
@@ -124,7 +114,7 @@ func BenchmarkWebhookStripeFirst(b *testing.B) {
 }
 
 func BenchmarkWebhookStripeReplay(b *testing.B) {
-	h := benchHandler(b, benchRedis(b))
+	h := benchHandler(b, testsupport.BenchRedis(b))
 	req := benchStripeRequests(b, 0, 1, time.Now())[0]
 	if resp, _ := h.Handle(context.Background(), req); resp.StatusCode != http.StatusOK {
 		b.Fatalf("first delivery: %d %s", resp.StatusCode, resp.Body)
@@ -150,7 +140,7 @@ func benchGuard(b *testing.B, c redis.UniversalClient) *idem.Guard {
 }
 
 func BenchmarkWebhookCoreFirst(b *testing.B) {
-	g := benchGuard(b, benchRedis(b))
+	g := benchGuard(b, testsupport.BenchRedis(b))
 	fp := idem.FingerprintOf([]byte(`{"id":"evt"}`))
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -163,7 +153,7 @@ func BenchmarkWebhookCoreFirst(b *testing.B) {
 }
 
 func BenchmarkWebhookCoreReplay(b *testing.B) {
-	g := benchGuard(b, benchRedis(b))
+	g := benchGuard(b, testsupport.BenchRedis(b))
 	fp := idem.FingerprintOf([]byte(`{"id":"evt"}`))
 	ctx := context.Background()
 	key := idem.Key{Scope: "stripe", ID: "evt_bench_0"}
