@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -44,6 +45,7 @@ type batchItem struct {
 	unguarded bool         // claimed without the store (fail open)
 	n         int64        // the finish script's reply for the key
 	ferr      error        // the finish call's error
+	unacked   error        // WithMinReplicas: why too few replicas acknowledged the result
 }
 
 // errNotRun is the failure of a claimed item whose work the batch's run function never called.
@@ -213,7 +215,7 @@ func (g *Guard) finishBatch(ctx context.Context, b []batchItem, claimed []int, o
 		if c.werr != nil {
 			outs[i], errs[i] = released(outs[i], c.werr, c.n, c.ferr)
 		} else {
-			outs[i], errs[i] = g.completed(&c.call, outs[i], c.res, c.n, c.ferr)
+			outs[i], errs[i] = g.completedDurably(&c.call, outs[i], c.res, c.n, c.unacked, c.ferr)
 		}
 	}
 	return trips
@@ -295,19 +297,36 @@ func (g *Guard) pipelined(ctx context.Context, b []batchItem, idx []int, add fun
 // calls go in pipelines of at most pipelineKeys keys, and those a server answered NOSCRIPT (a
 // failover, SCRIPT FLUSH, a cluster node that never ran the script) once more with the script's
 // source. It leaves each item's reply, as complete.lua or release.lua would give it, in its n
-// and ferr, and returns the round trips it took.
+// and ferr, and returns the round trips it took. With WithMinReplicas see finishReplicated.
 func (g *Guard) finish(ctx context.Context, b []batchItem, finish []int) int {
 	per := 1
 	if _, single := g.client.(*redis.Client); single {
 		per = scriptKeys
 	}
+	if g.opts.minReplicas > 0 {
+		return g.finishReplicated(ctx, b, finish, per)
+	}
 	calls := slices.Collect(slices.Chunk(finish, per))
+	cmds, _, trips := g.finishCalls(ctx, b, calls, per, g.client.Pipeline, false)
+	settleFinish(b, calls, cmds)
+	return trips
+}
+
+// finishCalls sends the finish script's calls (calls[j] holds the items of call j, up to per
+// keys) in pipelines made by newPipe, each ending with a WAIT when waited, and the calls a
+// server answered NOSCRIPT once more by source. It returns each call's reply, the WAIT that
+// followed it (nil without waited) and the round trips it took.
+func (g *Guard) finishCalls(ctx context.Context, b []batchItem, calls [][]int, per int, newPipe func() redis.Pipeliner, waited bool) ([]*redis.Cmd, []*redis.IntCmd, int) {
 	cmds := make([]*redis.Cmd, len(calls))
+	var waits []*redis.IntCmd
+	if waited {
+		waits = make([]*redis.IntCmd, len(calls))
+	}
 	ttl := g.opts.resultTTL.Milliseconds()
 	trips := 0
 	send := func(idx []int, bySource bool) {
 		for part := range slices.Chunk(idx, pipelineKeys/per) {
-			pipe := g.client.Pipeline()
+			pipe := newPipe()
 			for _, j := range part {
 				keys, args := finishArgs(b, calls[j], ttl)
 				if bySource || !g.scripts.known(finishScript) {
@@ -316,9 +335,16 @@ func (g *Guard) finish(ctx context.Context, b []batchItem, finish []int) int {
 					cmds[j] = finishScript.EvalSha(ctx, pipe, keys, args...)
 				}
 			}
+			var wait *redis.IntCmd
+			if waited {
+				wait = g.waitCmd(ctx, pipe) // covers every call of the pipeline
+			}
 			_, _ = pipe.Exec(ctx)
 			trips++
 			for _, j := range part {
+				if waited {
+					waits[j] = wait
+				}
 				if cmds[j].Args()[0] == "eval" {
 					g.scripts.learn(finishScript, cmds[j].Err())
 				}
@@ -333,7 +359,55 @@ func (g *Guard) finish(ctx context.Context, b []batchItem, finish []int) int {
 	if again := noScript(cmds); len(again) > 0 {
 		send(again, true)
 	}
-	settleFinish(b, calls, cmds)
+	return cmds, waits, trips
+}
+
+// finishReplicated is finish with WithMinReplicas: the calls go to the primary of their keys,
+// grouped by node (the nodes asked in parallel), each pipeline ending with one WAIT, and an item
+// whose result too few replicas acknowledged has the shortfall in its unacked: its outcome is
+// NotStored, as Do's would be (a release is not waited for: a claim a failover brings back
+// expires at its TTL). Unlike Do, a batch does not send an unacknowledged completion again.
+func (g *Guard) finishReplicated(ctx context.Context, b []batchItem, finish []int, per int) int {
+	groups := map[*redis.Client][]int{} // nil: the one server of a *redis.Client
+	cc, cluster := g.client.(*redis.ClusterClient)
+	for _, i := range finish {
+		var node *redis.Client
+		if cluster {
+			var err error
+			if node, err = cc.MasterForKey(ctx, b[i].rk); err != nil {
+				b[i].ferr = err
+				continue
+			}
+		}
+		groups[node] = append(groups[node], i)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		trips int
+	)
+	for node, group := range groups {
+		wg.Go(func() {
+			newPipe := g.client.Pipeline
+			if node != nil {
+				newPipe = node.Pipeline
+			}
+			calls := slices.Collect(slices.Chunk(group, per))
+			cmds, waits, n := g.finishCalls(ctx, b, calls, per, newPipe, true)
+			settleFinish(b, calls, cmds)
+			for j, part := range calls {
+				for _, i := range part {
+					if b[i].werr == nil {
+						b[i].unacked = g.resultShortfall(waits[j])
+					}
+				}
+			}
+			mu.Lock()
+			trips = max(trips, n)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
 	return trips
 }
 

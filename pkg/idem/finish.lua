@@ -9,7 +9,8 @@
 -- ARGV[2]     the owner prefixes of KEYS, in order, 18 bytes each: version byte, kind 'P', token
 -- ARGV[2+i]   the completed record for KEYS[i], or the empty string to release its claim
 -- Returns     per key, in order: 1 stored or deleted; 0 the record is gone; -1 another owner's
---             record; 2 (complete) already stored by us; -2 (release) a result we stored.
+--             record; 2 (complete) already stored by us, written again as it is (keeping its
+--             TTL) so that a WAIT after the call covers it; -2 (release) a result we stored.
 local ttl, owners = ARGV[1], ARGV[2]
 -- One MGET for every record: a command called from Lua costs several times its native price.
 local vals = redis.call('MGET', unpack(KEYS))
@@ -32,6 +33,7 @@ for i, key in ipairs(KEYS) do
   elseif rec == '' then
     out[i] = -2
   else
+    redis.call('SET', key, v, 'KEEPTTL')
     out[i] = 2
   end
 end

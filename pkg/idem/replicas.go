@@ -26,13 +26,17 @@ var ErrReplicasNotAcknowledged = errors.New("idem: replicas did not acknowledge 
 // failover could lose never lets work run. A first execution that succeeds costs the timeout at
 // most on top of its round trip, usually the replica's lag.
 //
-// It protects the claim; the completion it can only report on. Do pipelines one more WAIT after
-// the completion, in the completion's round trip, and when fewer replicas acknowledge the result
-// in time the outcome is NotStored (the observer hears of it) rather than Executed: the work ran
-// and its result is on the primary, but a failover before the replicas have it loses it, the
-// claim a replica holds keeps the key in progress until the claim's TTL, and the work then runs
-// again on the next delivery (docs/reliability.md measures it). Failing the work instead would
-// not undo it. DoBatch's completions are not waited for.
+// It protects the claim; the completion it can only report on. Do and DoBatch pipeline one more
+// WAIT after the completion, in the completion's round trip. When fewer replicas acknowledge the
+// result in time, Do sends the completion again with its WAIT, up to completionResends (2) more
+// times while the next WAIT would end before the work's deadline: a slow replica acknowledges a
+// later one, and after a failover the completion reaches the new primary, which holds the claim,
+// and stores the result there. When none is acknowledged (DoBatch does not send again) the
+// outcome is NotStored (the observer hears of it) rather than Executed: the work ran and its
+// result is on the primary, but a failover before the replicas have it loses it, the claim a
+// replica holds keeps the key in progress until the claim's TTL, and the work then runs again on
+// the next delivery (docs/reliability.md measures it). Failing the work instead would not undo
+// it.
 //
 // timeout must be at least 1ms (WAIT's 0 would block forever) and should stay well below the
 // client's read timeout, or a slow replica turns into a client timeout. n 0 turns it off, the
@@ -78,18 +82,48 @@ func (g *Guard) sendClaim(ctx context.Context, c *call) (*redis.Cmd, *redis.IntC
 	return set, wait
 }
 
+// completionResends is how many more times Do sends a completion that too few replicas
+// acknowledged, each with its WAIT, while the claim still protects it (the next WAIT would end
+// before the work's deadline). A replica that was only slow acknowledges the next one; after a
+// failover that moved the endpoint the completion reaches the new primary, which holds the
+// claim (its WAIT made sure of it), and stores the result there, where the next delivery finds
+// it. docs/reliability.md measures what it closes.
+const completionResends = 2
+
 // complete stores c's result (or its not-replayable marker) with the complete script and returns
 // the script's reply, the round trips it took and its error. With WithMinReplicas the script
 // goes in a pipeline to the key's primary, followed by a WAIT in the same round trip; unacked is
 // then the shortfall of replicas that acknowledged the completion (nil when enough did, or
-// when none were asked for).
+// when none were asked for), after up to completionResends more sends.
 func (g *Guard) complete(ctx context.Context, c *call) (n int64, trips int, unacked, err error) {
 	keys, args := []string{c.rk}, []any{c.owner(), c.result, g.opts.resultTTL.Milliseconds()}
 	if g.opts.minReplicas == 0 {
 		n, trips, err = g.scripts.run(ctx, completeScript, keys, args...)
 		return n, trips, nil, err
 	}
-	pipe, err := g.keyPipeline(ctx, c.rk)
+	n, trips, unacked, err = g.completeWaited(ctx, keys, args)
+	for range completionResends {
+		if unacked == nil || err != nil || !storedByUs(n) || !g.opts.now().Add(g.opts.replicaTimeout).Before(c.workDeadline) {
+			break
+		}
+		m, more, again, rerr := g.completeWaited(ctx, keys, args)
+		trips += more
+		if rerr != nil || !storedByUs(m) {
+			break // the result was stored once: what the primary first answered stands
+		}
+		unacked = again
+	}
+	return n, trips, unacked, err
+}
+
+// storedByUs reports a reply of the complete script saying the key now holds our result.
+func storedByUs(n int64) bool { return n == scriptDone || n == scriptAlreadyOurs }
+
+// completeWaited is one send of the complete script with keys and args and a WAIT after it, in a
+// pipeline to the key's primary: the script's reply, the round trips (2 when the server had lost
+// the script), and the WAIT's shortfall (nil when enough replicas acknowledged).
+func (g *Guard) completeWaited(ctx context.Context, keys []string, args []any) (n int64, trips int, unacked, err error) {
+	pipe, err := g.keyPipeline(ctx, keys[0])
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -115,22 +149,28 @@ func (g *Guard) complete(ctx context.Context, c *call) (n int64, trips int, unac
 	if n, err = cmd.Int64(); err != nil {
 		return n, trips, nil, err
 	}
-	switch acked, werr := wait.Result(); {
-	case werr != nil:
-		unacked = fmt.Errorf("%w: the result: WAIT: %w", ErrReplicasNotAcknowledged, werr)
-	case acked < int64(g.opts.minReplicas):
-		unacked = fmt.Errorf("%w: the result, %d of %d within %s", ErrReplicasNotAcknowledged,
-			acked, g.opts.minReplicas, g.opts.replicaTimeout)
-	}
-	return n, trips, unacked, nil
+	return n, trips, g.resultShortfall(wait), nil
 }
 
-// completedDurably is completed for Do, which knows whether enough replicas acknowledged the
-// completion (unacked nil) when it asked for them: a result the primary stored but too few
+// resultShortfall returns nil when wait reports enough replicas holding a result, or the error
+// that explains why not.
+func (g *Guard) resultShortfall(wait *redis.IntCmd) error {
+	switch acked, werr := wait.Result(); {
+	case werr != nil:
+		return fmt.Errorf("%w: the result: WAIT: %w", ErrReplicasNotAcknowledged, werr)
+	case acked < int64(g.opts.minReplicas):
+		return fmt.Errorf("%w: the result, %d of %d within %s", ErrReplicasNotAcknowledged,
+			acked, g.opts.minReplicas, g.opts.replicaTimeout)
+	}
+	return nil
+}
+
+// completedDurably is completed for Do and DoBatch, which know whether enough replicas
+// acknowledged the completion (unacked nil) when they asked for them: a result the primary stored but too few
 // replicas acknowledged is NotStored, since a failover now would lose it. A marker
 // (NotReplayable) stays what it is.
 func (g *Guard) completedDurably(c *call, out Outcome, res Result, n int64, unacked, err error) (Outcome, error) {
-	if unacked == nil || err != nil || (n != scriptDone && n != scriptAlreadyOurs) || c.unreplayable != nil {
+	if unacked == nil || err != nil || !storedByUs(n) || c.unreplayable != nil {
 		return g.completed(c, out, res, n, err)
 	}
 	out.Kind, out.Result, out.Ran = NotStored, res, true

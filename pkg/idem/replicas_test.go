@@ -79,7 +79,7 @@ func TestMinReplicasUnacknowledgedCompletionIsNotStoredAndStillReplays(t *testin
 	r := testsupport.StartReplicated(t)
 	c, _ := countingClient(t, r.Primary.Addr())
 	var observed []Kind
-	g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)), WithMinReplicas(1, 2*time.Second),
+	g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)), WithMinReplicas(1, 300*time.Millisecond),
 		WithObserver(func(o Observation) { observed = append(observed, o.Outcome.Kind) }))
 	if err != nil {
 		t.Fatal(err)
@@ -94,8 +94,9 @@ func TestMinReplicasUnacknowledgedCompletionIsNotStoredAndStillReplays(t *testin
 	}
 	out, err := g.Do(context.Background(), key, Fingerprint{}, work)
 	r.Link.Resume()
-	if out.Kind != NotStored || !out.Ran || string(out.Result.Body) != "paid" || out.RoundTrips != 2 {
-		t.Fatalf("Do: %v (ran %v, %q) in %d round trips, %v; want NotStored with the work's result, in 2", out.Kind, out.Ran, out.Result.Body, out.RoundTrips, err)
+	// The claim, the completion, and completionResends more sends of it, none acknowledged.
+	if trips := 2 + completionResends; out.Kind != NotStored || !out.Ran || string(out.Result.Body) != "paid" || out.RoundTrips != trips {
+		t.Fatalf("Do: %v (ran %v, %q) in %d round trips, %v; want NotStored with the work's result, in %d", out.Kind, out.Ran, out.Result.Body, out.RoundTrips, err, trips)
 	}
 	if !errors.Is(err, ErrReplicasNotAcknowledged) || errors.Is(err, ErrUnavailable) {
 		t.Errorf("Do's error %v; want ErrReplicasNotAcknowledged, not ErrUnavailable (the work ran)", err)
@@ -109,8 +110,120 @@ func TestMinReplicasUnacknowledgedCompletionIsNotStoredAndStillReplays(t *testin
 	}
 }
 
-// Without the replicas asked for, nothing runs, the claim is released, and the caller sees
-// Unavailable, matching ErrUnavailable and ErrReplicasNotAcknowledged; Wrap's error too.
+// resumeOnShortfall is a client hook that resumes link once a pipelined WAIT has answered
+// that no replica acknowledged: the replica was slow for exactly one WAIT.
+type resumeOnShortfall struct {
+	link    *testsupport.Proxy
+	resumed atomic.Bool
+}
+
+func (h *resumeOnShortfall) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *resumeOnShortfall) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *resumeOnShortfall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if w, ok := cmd.(*redis.IntCmd); ok && cmd.Name() == "wait" && w.Val() == 0 && h.resumed.CompareAndSwap(false, true) {
+				h.link.Resume()
+			}
+		}
+		return err
+	}
+}
+
+// A completion whose WAIT ran out (the replica slow, its link held for the length of one WAIT)
+// is sent again with its WAIT, which the replica acknowledges: Executed, in one more round trip,
+// and the replica holds the result. The complete script, finding the result already ours, writes
+// it again as it is, so that the second WAIT covers it on whichever connection it goes.
+func TestMinReplicasSlowCompletionIsSentAgainUntilAcknowledged(t *testing.T) {
+	r := testsupport.StartReplicated(t)
+	c, _ := countingClient(t, r.Primary.Addr())
+	hook := &resumeOnShortfall{link: r.Link}
+	c.AddHook(hook)
+	prefix := testsupport.UniquePrefix(t)
+	var observed []Kind
+	g, err := New(c, WithPrefix(prefix), WithMinReplicas(1, 300*time.Millisecond),
+		WithObserver(func(o Observation) { observed = append(observed, o.Outcome.Kind) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmUp(g, Fingerprint{})
+	key := Key{Scope: "s", ID: "result-slow"}
+	ran := 0
+	out, err := g.Do(context.Background(), key, Fingerprint{}, func(context.Context) (Result, error) {
+		ran++
+		r.Link.Blackhole()
+		return Result{Status: 200, Body: []byte("paid")}, nil
+	})
+	r.Link.Resume()
+	if out.Kind != Executed || err != nil || ran != 1 || out.RoundTrips != 3 {
+		t.Fatalf("Do: %v in %d round trips, ran %d times (%v); want executed once, in 3 (the completion sent twice)", out.Kind, out.RoundTrips, ran, err)
+	}
+	if !hook.resumed.Load() {
+		t.Fatal("no WAIT ran out: the test did not slow the replica")
+	}
+	if len(observed) != 0 {
+		t.Errorf("observer heard %v; want nothing", observed)
+	}
+	replica := redis.NewClient(&redis.Options{Addr: r.Replica.Addr()})
+	defer replica.Close()
+	stored, err := replica.Get(context.Background(), key.redisKey(prefix)).Bytes()
+	if err != nil {
+		t.Fatalf("the replica does not hold the key: %v", err)
+	}
+	if rec, err := decodeRecord(stored); err != nil || !rec.completed || string(rec.result.Body) != "paid" {
+		t.Errorf("the replica holds %+v (%v); want the completed result", rec, err)
+	}
+}
+
+// DoBatch waits for its completions too, one WAIT per pipeline: a result the replica did not
+// acknowledge is NotStored (the batch does not send it again), the observer hears of it, and the
+// next batch replays it from the primary.
+func TestMinReplicasUnacknowledgedBatchCompletionIsNotStored(t *testing.T) {
+	r := testsupport.StartReplicated(t)
+	c, _ := countingClient(t, r.Primary.Addr())
+	var observed atomic.Int32
+	g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)), WithMinReplicas(1, 300*time.Millisecond),
+		WithObserver(func(o Observation) {
+			if o.Outcome.Kind == NotStored && errors.Is(o.Err, ErrReplicasNotAcknowledged) {
+				observed.Add(1)
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmUp(g, Fingerprint{})
+	var ran atomic.Int32
+	work := func(context.Context) (Result, error) {
+		ran.Add(1)
+		r.Link.Blackhole()
+		return Result{Status: 200, Body: []byte("done")}, nil
+	}
+	items := make([]Item, 3)
+	for i := range items {
+		items[i] = Item{Key: Key{Scope: "s", ID: "batch-unacked-" + strconv.Itoa(i)}, Work: work}
+	}
+	outs, errs := g.DoBatch(context.Background(), items, nil)
+	r.Link.Resume()
+	for i, o := range outs {
+		if o.Kind != NotStored || !o.Ran || o.RoundTrips != 2 || !errors.Is(errs[i], ErrReplicasNotAcknowledged) {
+			t.Errorf("batch item %d: %v (ran %v) in %d round trips (%v); want NotStored, replicas not acknowledged, in 2", i, o.Kind, o.Ran, o.RoundTrips, errs[i])
+		}
+	}
+	if n := observed.Load(); n != int32(len(items)) {
+		t.Errorf("observer heard %d NotStored outcomes; want %d", n, len(items))
+	}
+	outs, errs = g.DoBatch(context.Background(), items, nil)
+	for i, o := range outs {
+		if o.Kind != Replayed || string(o.Result.Body) != "done" {
+			t.Errorf("next batch, item %d: %v %q (%v); want the result replayed", i, o.Kind, o.Result.Body, errs[i])
+		}
+	}
+	if n := ran.Load(); n != int32(len(items)) {
+		t.Errorf("the works ran %d times; want once each, %d", n, len(items))
+	}
+}
+
 func TestMinReplicasUnacknowledgedClaimIsReleasedAndNothingRuns(t *testing.T) {
 	srv := testsupport.StartRedis(t) // no replica at all
 	c, _ := countingClient(t, srv.Addr())
