@@ -2,9 +2,11 @@ package idem
 
 import (
 	"bytes"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func FuzzDecodeRecord(f *testing.F) {
@@ -15,8 +17,21 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(done)
 	f.Add([]byte{})
 	f.Add([]byte("\x01C"))
+	f.Add(func() []byte {
+		b, _ := encodeCompleted(tok, fp, exp, Result{Status: 201, Headers: map[string]string{"content-type": "application/json", "x": "y"}, Body: []byte(`{"id":1}`)}, 0)
+		return b
+	}())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rec, err := decodeRecord(b)
+		// The client's string decodes as the bytes do, into a record that shares no memory with it.
+		s := string(b)
+		fromString, serr := decodeStored(s)
+		if (err == nil) != (serr == nil) || !reflect.DeepEqual(rec, fromString) {
+			t.Fatalf("decodeStored %+v (%v), decodeRecord %+v (%v)", fromString, serr, rec, err)
+		}
+		if len(fromString.result.Body) > 0 && unsafe.SliceData(fromString.result.Body) == unsafe.StringData(s[len(s)-len(fromString.result.Body):]) {
+			t.Fatal("decodeStored's body shares the client's string")
+		}
 		if err != nil {
 			return
 		}

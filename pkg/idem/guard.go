@@ -231,7 +231,7 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 		out.Kind = Unavailable
 		return out, false, fmt.Errorf("%w: claim: %w", ErrUnavailable, err)
 	}
-	rec, err := decodeRecord([]byte(stored))
+	rec, err := decodeStored(stored)
 	if err != nil {
 		out.Kind = Unavailable
 		return out, false, fmt.Errorf("%w: claim: %w", ErrUnavailable, err)
@@ -255,7 +255,7 @@ func isOOM(err error) bool { return err != nil && redis.HasErrorPrefix(err, "OOM
 // work. A new key stays refused.
 func (g *Guard) observeFull(c *call, out Outcome, stored string, err error) (Outcome, error) {
 	if err == nil {
-		if rec, derr := decodeRecord([]byte(stored)); derr == nil {
+		if rec, derr := decodeStored(stored); derr == nil {
 			return g.observe(out, c, rec)
 		}
 	}

@@ -1,12 +1,14 @@
 package idem
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 )
 
 // A record is stored as one Redis string value. Both kinds share a fixed header so the Lua
@@ -237,7 +239,43 @@ func (d *decoder) headers(n uint64) map[string]string {
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		name := d.bytes()
 		value := d.bytes()
-		h[string(name)] = string(value)
+		h[headerString(name)] = headerString(value)
 	}
 	return h
+}
+
+// headerString returns b as a string, without allocating for the header names and values the
+// functions' results carry on every replay (as net/textproto interns common header names).
+func headerString(b []byte) string {
+	switch string(b) { // compared in place: no allocation
+	case "content-type":
+		return "content-type"
+	case "Content-Type":
+		return "Content-Type"
+	case "application/json":
+		return "application/json"
+	case "application/json; charset=utf-8":
+		return "application/json; charset=utf-8"
+	case "text/plain; charset=utf-8":
+		return "text/plain; charset=utf-8"
+	case "location":
+		return "location"
+	case "Location":
+		return "Location"
+	}
+	return string(b)
+}
+
+// decodeStored decodes a record as the client returned it, a string, without copying it: the
+// decoder reads it through a read-only view and copies what the record keeps (the header strings
+// and, here, the body), so the record shares no memory with the string.
+func decodeStored(s string) (record, error) {
+	if s == "" {
+		return decodeRecord(nil)
+	}
+	rec, err := decodeRecord(unsafe.Slice(unsafe.StringData(s), len(s)))
+	if err == nil && rec.result.Body != nil {
+		rec.result.Body = bytes.Clone(rec.result.Body)
+	}
+	return rec, err
 }
