@@ -117,9 +117,7 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 		stored, trips, cerr = g.claimFenced(ctx, c)
 		out.RoundTrips += trips - 1
 	} else {
-		var claim *redis.Cmd
-		claim, wait = g.sendClaim(ctx, c)
-		stored, cerr = claim.Text()
+		stored, wait, cerr = g.sendClaim(ctx, c)
 	}
 	if isOOM(cerr) {
 		out.RoundTrips++

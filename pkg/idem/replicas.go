@@ -60,18 +60,25 @@ func (o options) validateReplicas() error {
 	return nil
 }
 
-// sendClaim sends c's claim and returns its reply; with WithMinReplicas also the reply of the
-// WAIT pipelined after it on the same connection (nil without).
-func (g *Guard) sendClaim(ctx context.Context, c *call) (*redis.Cmd, *redis.IntCmd) {
+// sendClaim sends c's claim and returns its reply, the record already there (redis.Nil when the
+// key was free), and with WithMinReplicas the reply of the WAIT pipelined after it on the same
+// connection (nil without). A client that can process a typed command (every go-redis client)
+// reads the reply as a string directly, without the generic reply's boxing.
+func (g *Guard) sendClaim(ctx context.Context, c *call) (string, *redis.IntCmd, error) {
 	args := claimArgs(c, c.lockTTL.Milliseconds())
 	if g.opts.minReplicas == 0 {
-		return g.client.Do(ctx, args...), nil
+		if p, ok := g.client.(processor); ok {
+			cmd := redis.NewStringCmd(ctx, args...)
+			_ = p.Process(ctx, cmd) // the reply carries its own error
+			stored, err := cmd.Result()
+			return stored, nil, err
+		}
+		stored, err := g.client.Do(ctx, args...).Text()
+		return stored, nil, err
 	}
 	pipe, err := g.keyPipeline(ctx, c.rk)
 	if err != nil {
-		cmd := redis.NewCmd(ctx, args...)
-		cmd.SetErr(err)
-		return cmd, nil
+		return "", nil, err
 	}
 	set := pipe.Do(ctx, args...)
 	wait := g.waitCmd(ctx, pipe)
@@ -79,7 +86,13 @@ func (g *Guard) sendClaim(ctx context.Context, c *call) (*redis.Cmd, *redis.IntC
 	if cc, ok := g.client.(*redis.ClusterClient); ok && movedSlot(set.Err()) {
 		cc.ReloadState(ctx) // the next claim of a key of this slot goes to its new node
 	}
-	return set, wait
+	stored, err := set.Text()
+	return stored, wait, err
+}
+
+// processor is the part of a go-redis client that runs a typed command.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // completionResends is how many more times Do sends a completion that too few replicas
