@@ -179,9 +179,9 @@ func (g *Guard) resultShortfall(wait *redis.IntCmd) error {
 }
 
 // completedDurably is completed for Do and DoBatch, which know whether enough replicas
-// acknowledged the completion (unacked nil) when they asked for them: a result the primary stored but too few
-// replicas acknowledged is NotStored, since a failover now would lose it. A marker
-// (NotReplayable) stays what it is.
+// acknowledged the completion (unacked nil) when they asked for them: a result the primary
+// stored but too few replicas acknowledged is NotStored, since a failover now would lose it. A
+// marker (NotReplayable) stays what it is.
 func (g *Guard) completedDurably(c *call, out Outcome, res Result, n int64, unacked, err error) (Outcome, error) {
 	if unacked == nil || err != nil || !storedByUs(n) || c.unreplayable != nil {
 		return g.completed(c, out, res, n, err)
