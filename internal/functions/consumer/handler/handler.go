@@ -64,10 +64,11 @@ type Event = sink.Envelope
 // ErrNotAnEvent is returned (wrapped) by ParseEvent for a body that is not a forwarded event.
 var ErrNotAnEvent = errors.New("consumer: not a forwarded webhook event")
 
-// ParseEvent decodes a forwarded event, which must name its provider and event id.
+// ParseEvent decodes a forwarded event (sink.DecodeEnvelope), which must name its provider and
+// event id. The event's Payload may share body's bytes: body must not change while it is in use.
 func ParseEvent(body []byte) (Event, error) {
-	var e Event
-	if err := json.Unmarshal(body, &e); err != nil {
+	e, err := sink.DecodeEnvelope(body)
+	if err != nil {
 		return Event{}, fmt.Errorf("%w: %w", ErrNotAnEvent, err)
 	}
 	if e.Provider == "" || e.ID == "" {
