@@ -16,14 +16,31 @@ import (
 // Payload may share data's bytes rather than copy them: data must not change while the
 // Envelope is in use.
 func DecodeEnvelope(data []byte) (Envelope, error) {
+	e, _, err := ReadEnvelope(data)
+	return e, err
+}
+
+// ReadEnvelope is DecodeEnvelope, and reports whether data was in the sinks' form. Then each
+// member of the Envelope came from the one member of data of its exact name: data's members
+// "provider", "id" and "payload" are the Envelope's Provider, ID and Payload (a nil Payload
+// meaning no such member), as a selection of data's members by name (idem.FingerprintJSON's)
+// finds them. Outside that form json.Unmarshal also matches names regardless of case and takes
+// the last of repeated members.
+func ReadEnvelope(data []byte) (e Envelope, sinkForm bool, err error) {
 	if e, ok := decodeCompact(data); ok {
-		return e, nil
+		return e, true, nil
 	}
-	var e Envelope
-	if err := json.Unmarshal(data, &e); err != nil {
-		return Envelope{}, fmt.Errorf("sink: decode envelope: %w", err)
+	return unmarshalEnvelope(data)
+}
+
+// unmarshalEnvelope is ReadEnvelope outside the sinks' form. (Its own function, so that the
+// Envelope json.Unmarshal needs on the heap is allocated only here.)
+func unmarshalEnvelope(data []byte) (Envelope, bool, error) {
+	e := new(Envelope)
+	if err := json.Unmarshal(data, e); err != nil {
+		return Envelope{}, false, fmt.Errorf("sink: decode envelope: %w", err)
 	}
-	return e, nil
+	return *e, false, nil
 }
 
 // The members of an envelope, as the sinks name them.
@@ -160,21 +177,25 @@ func (c *compact) value(m int) bool {
 // plain reads a string that decodes to its own bytes: no escape, no control character, valid
 // UTF-8.
 func (c *compact) plain() (span, bool) {
-	start := c.pos
-	if !c.next('"') {
+	data, start := c.data, c.pos
+	if start == len(data) || data[start] != '"' {
 		return span{}, false
 	}
 	ascii := true
-	for i := c.pos; i < len(c.data); i++ {
-		switch b := c.data[i]; {
-		case b == '"':
-			c.pos = i + 1
-			return span{start, c.pos}, ascii || utf8.Valid(c.data[start+1:i])
-		case b < 0x20 || b == '\\':
-			return span{}, false
-		case b >= utf8.RuneSelf:
+	for i := start + 1; i < len(data); i++ {
+		b := data[i]
+		if b >= utf8.RuneSelf {
 			ascii = false
+			continue
 		}
+		if !stringStop[b] {
+			continue
+		}
+		if b != '"' {
+			return span{}, false
+		}
+		c.pos = i + 1
+		return span{start, c.pos}, ascii || utf8.Valid(data[start+1:i])
 	}
 	return span{}, false
 }
@@ -460,25 +481,35 @@ func (c *compact) array(depth int) bool {
 // jsonString reads any JSON string: escapes are checked, other bytes from 0x20 up are taken as
 // they are (json.Unmarshal, too, accepts invalid UTF-8 in a document).
 func (c *compact) jsonString() bool {
-	if !c.next('"') {
+	data := c.data
+	if c.pos == len(data) || data[c.pos] != '"' {
 		return false
 	}
-	for c.pos < len(c.data) {
-		b := c.data[c.pos]
-		c.pos++
-		switch {
-		case b == '"':
-			return true
-		case b < 0x20:
-			return false
-		case b == '\\':
-			if !c.escape() {
-				return false
-			}
+	for i := c.pos + 1; i < len(data); i++ {
+		b := data[i]
+		if !stringStop[b] {
+			continue
 		}
+		if b != '\\' {
+			c.pos = i + 1
+			return b == '"'
+		}
+		if c.pos = i + 1; !c.escape() {
+			return false
+		}
+		i = c.pos - 1
 	}
 	return false
 }
+
+// stringStop marks the bytes a string's scan stops at: its end, an escape, a control character.
+var stringStop = func() (t [256]bool) {
+	for b := range 0x20 {
+		t[b] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // escape reads what follows a backslash.
 func (c *compact) escape() bool {

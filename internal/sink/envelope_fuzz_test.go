@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"testing"
 )
@@ -20,12 +22,35 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		if got, ok := decodeCompact(data); ok && (wantErr != nil || !reflect.DeepEqual(got, want)) {
 			t.Fatalf("read in one pass as %+v; json.Unmarshal: %+v, %v", got, want, wantErr)
 		}
-		got, err := DecodeEnvelope(data)
+		got, sinkForm, err := ReadEnvelope(data)
 		if (err == nil) != (wantErr == nil) {
 			t.Fatalf("error %v, json.Unmarshal's %v", err, wantErr)
 		}
 		if err == nil && !reflect.DeepEqual(got, want) {
 			t.Fatalf("decoded %+v, json.Unmarshal %+v", got, want)
 		}
+		if sinkForm {
+			checkMembersByName(t, data, got)
+		}
 	})
+}
+
+// checkMembersByName checks that data's members "provider", "id" and "payload", selected by
+// their exact names, are e's Provider, ID and Payload (nil when absent).
+func checkMembersByName(t *testing.T, data []byte, e Envelope) {
+	t.Helper()
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil {
+		t.Fatal(err)
+	}
+	var provider, id string
+	if p, ok := members["provider"]; ok && json.Unmarshal(p, &provider) != nil || provider != e.Provider {
+		t.Fatalf("provider %s, decoded %q", p, e.Provider)
+	}
+	if i, ok := members["id"]; ok && json.Unmarshal(i, &id) != nil || id != e.ID {
+		t.Fatalf("id %s, decoded %q", i, e.ID)
+	}
+	if p, ok := members["payload"]; ok != (e.Payload != nil) || !bytes.Equal(p, e.Payload) {
+		t.Fatalf("payload %s, decoded %s", p, e.Payload)
+	}
 }

@@ -54,8 +54,8 @@ func TestTheSinksEnvelopesDecodeInOnePassAsUnmarshalDecodesThem(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: decoded\n%+v\nwant\n%+v", name, got, want)
 		}
-		if got, err := DecodeEnvelope(data); err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: DecodeEnvelope: %+v, %v", name, got, err)
+		if got, sinkForm, err := ReadEnvelope(data); err != nil || !sinkForm || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: ReadEnvelope: %+v, %v, %v", name, got, sinkForm, err)
 		}
 	}
 }
