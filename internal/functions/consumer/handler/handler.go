@@ -64,16 +64,24 @@ type Event = sink.Envelope
 // ErrNotAnEvent is returned (wrapped) by ParseEvent for a body that is not a forwarded event.
 var ErrNotAnEvent = errors.New("consumer: not a forwarded webhook event")
 
-// ParseEvent decodes a forwarded event, which must name its provider and event id.
+// ParseEvent decodes a forwarded event (sink.DecodeEnvelope), which must name its provider and
+// event id. The event's Payload may share body's bytes: body must not change while it is in use.
 func ParseEvent(body []byte) (Event, error) {
-	var e Event
-	if err := json.Unmarshal(body, &e); err != nil {
-		return Event{}, fmt.Errorf("%w: %w", ErrNotAnEvent, err)
+	e, _, err := parseEvent(body)
+	return e, err
+}
+
+// parseEvent is ParseEvent, and reports whether body was in the sinks' form
+// (sink.ReadEnvelope).
+func parseEvent(body []byte) (Event, bool, error) {
+	e, sinkForm, err := sink.ReadEnvelope(body)
+	if err != nil {
+		return Event{}, false, fmt.Errorf("%w: %w", ErrNotAnEvent, err)
 	}
 	if e.Provider == "" || e.ID == "" {
-		return Event{}, fmt.Errorf("%w: no provider or id", ErrNotAnEvent)
+		return Event{}, false, fmt.Errorf("%w: no provider or id", ErrNotAnEvent)
 	}
-	return e, nil
+	return e, sinkForm, nil
 }
 
 // Process is the work done once per forwarded event. An error makes the record fail: it is
@@ -159,14 +167,20 @@ type record struct {
 // the unsigned metadata, which may differ when the webhook function forwards an event twice.
 func (b *batch) decode(body string) record {
 	r, raw := record{body: body}, []byte(body)
-	if r.event, r.err = ParseEvent(raw); r.err != nil {
+	var sinkForm bool
+	if r.event, sinkForm, r.err = parseEvent(raw); r.err != nil {
 		return r
 	}
-	if r.event.PayloadRef == nil {
+	switch {
+	case r.event.PayloadRef != nil:
+		r.fp, r.fpErr = resolvePayload(b.ctx, &r.event, b.payloads)
+	case sinkForm:
+		// The event's provider, id and payload are the body's members of those names: the
+		// fingerprint of those alone is the body's, without a pass over the rest.
+		r.fp, r.fpErr = fingerprintOf(r.event.Provider, r.event.ID, r.event.Payload)
+	default:
 		r.fp, r.fpErr = idem.FingerprintJSON(raw, "provider", "id", "payload")
-		return r
 	}
-	r.fp, r.fpErr = resolvePayload(b.ctx, &r.event, b.payloads)
 	return r
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/idemlambda/idem/internal/sink"
 	"github.com/idemlambda/idem/pkg/idem"
@@ -17,13 +19,62 @@ func resolvePayload(ctx context.Context, e *Event, store sink.PayloadStore) (ide
 	if err := e.Resolve(ctx, store); err != nil {
 		return idem.Fingerprint{}, fmt.Errorf("consumer: %w", err)
 	}
-	doc, err := json.Marshal(struct {
-		Provider string          `json:"provider"`
-		ID       string          `json:"id"`
-		Payload  json.RawMessage `json:"payload"`
-	}{e.Provider, e.ID, e.Payload})
-	if err != nil {
-		return idem.Fingerprint{}, fmt.Errorf("consumer: %s event %s: the referenced payload is not JSON: %w", e.Provider, e.ID, err)
+	payload := e.Payload
+	if payload == nil {
+		payload = json.RawMessage("null") // as an inline envelope carries an empty body
 	}
-	return idem.FingerprintJSON(doc, "provider", "id", "payload")
+	if !json.Valid(payload) {
+		return idem.Fingerprint{}, fmt.Errorf("consumer: %s event %s: the referenced payload is not JSON", e.Provider, e.ID)
+	}
+	return fingerprintOf(e.Provider, e.ID, payload)
+}
+
+// docPool holds the buffers fingerprintOf writes its documents in.
+var docPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// fingerprintOf returns the fingerprint of an envelope's provider, id and payload (one JSON
+// value, or nil for an envelope without one): idem.FingerprintJSON of the members "provider",
+// "id" and "payload", the same for every envelope whose members of those names decode to
+// these values, since the canonical form is the decoded values'.
+func fingerprintOf(provider, id string, payload json.RawMessage) (idem.Fingerprint, error) {
+	buf := docPool.Get().(*[]byte)
+	defer docPool.Put(buf)
+	doc := append((*buf)[:0], `{"provider":`...)
+	doc = appendJSONString(doc, provider)
+	doc = append(doc, `,"id":`...)
+	doc = appendJSONString(doc, id)
+	if payload != nil {
+		doc = append(doc, `,"payload":`...)
+		doc = append(doc, payload...)
+	}
+	doc = append(doc, '}')
+	*buf = doc
+	fp, err := idem.FingerprintJSON(doc, "provider", "id", "payload")
+	if err != nil {
+		return idem.Fingerprint{}, fmt.Errorf("consumer: fingerprint %s event %s: %w", provider, id, err)
+	}
+	return fp, nil
+}
+
+// appendJSONString appends s as a JSON string: between quotes as it stands when it needs no
+// escape, as json.Marshal writes it otherwise.
+func appendJSONString(dst []byte, s string) []byte {
+	if plainJSON(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(s) // a string always encodes
+	return append(dst, b...)
+}
+
+// plainJSON reports whether s, between quotes, is a JSON string that decodes to s: valid UTF-8
+// with no quote, backslash or control character.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b == '"' || b == '\\' {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
 }
