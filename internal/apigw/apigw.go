@@ -12,6 +12,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -113,14 +114,78 @@ func RetryAfter(d time.Duration) string {
 // each (API Gateway has already joined a repeated header with commas).
 func HTTPHeader(headers map[string]string) http.Header {
 	h := make(http.Header, len(headers))
-	values := make([]string, len(headers)) // one backing array for every value
+	fillHTTPHeader(h, make([]string, len(headers)), headers, textproto.CanonicalMIMEHeaderKey)
+	return h
+}
+
+// fillHTTPHeader puts headers into h under the names canonical gives them, their values on
+// the backing array values (len(headers) long).
+func fillHTTPHeader(h http.Header, values []string, headers map[string]string, canonical func(string) string) {
 	i := 0
 	for k, v := range headers {
 		values[i] = v
-		h[textproto.CanonicalMIMEHeaderKey(k)] = values[i : i+1 : i+1]
+		h[canonical(k)] = values[i : i+1 : i+1]
 		i++
 	}
-	return h
+}
+
+// BorrowedHeader is an event's headers as HTTPHeader returns them, in a map borrowed from a
+// pool: a request path that only reads the headers while it verifies a request costs no
+// allocation for them. The values read from it are the event's strings and may be kept; the
+// map itself must not be once Release is called.
+type BorrowedHeader struct {
+	// Header holds the headers, canonical names, one value each.
+	Header http.Header
+	values []string
+	// names remembers the canonical form of the names seen before, so that a
+	// lower-cased name costs no allocation the next time.
+	names map[string]string
+}
+
+// Bounds of what a borrowed header keeps for the next request: a larger one is left to the
+// collector, and names past maxCachedNames are canonicalised anew each time.
+const (
+	maxPooledHeaders = 64
+	maxCachedNames   = 128
+)
+
+var borrowedHeaders = sync.Pool{New: func() any {
+	return &BorrowedHeader{Header: make(http.Header, 16), names: make(map[string]string, 16)}
+}}
+
+// BorrowHTTPHeader returns headers as HTTPHeader does, in a borrowed map; call Release once
+// nothing reads the map any more.
+func BorrowHTTPHeader(headers map[string]string) *BorrowedHeader {
+	b := borrowedHeaders.Get().(*BorrowedHeader)
+	if cap(b.values) < len(headers) {
+		b.values = make([]string, len(headers))
+	}
+	b.values = b.values[:len(headers)]
+	fillHTTPHeader(b.Header, b.values, headers, b.canonical)
+	return b
+}
+
+// canonical is textproto.CanonicalMIMEHeaderKey(name), remembered.
+func (b *BorrowedHeader) canonical(name string) string {
+	if c, ok := b.names[name]; ok {
+		return c
+	}
+	c := textproto.CanonicalMIMEHeaderKey(name)
+	if len(b.names) < maxCachedNames {
+		b.names[name] = c
+	}
+	return c
+}
+
+// Release returns the map to the pool: neither it nor b may be used afterwards.
+func (b *BorrowedHeader) Release() {
+	if len(b.Header) > maxPooledHeaders {
+		return
+	}
+	clear(b.Header)
+	clear(b.values)
+	b.values = b.values[:0]
+	borrowedHeaders.Put(b)
 }
 
 // PublicURL rebuilds the URL a sender posted to from what an API Gateway HTTP API event

@@ -83,3 +83,28 @@ func TestPublicURLIsRebuiltFromTheAPIGatewayEvent(t *testing.T) {
 		}
 	}
 }
+
+// A borrowed header holds what HTTPHeader returns, and nothing of the event borrowed before it.
+func TestBorrowHTTPHeaderIsHTTPHeaderWithNothingLeftOver(t *testing.T) {
+	events := []map[string]string{
+		{"content-type": "application/json", "stripe-signature": "t=1,v1=ab", "user-agent": "Stripe/1.0"},
+		{"x-hub-signature-256": "sha256=cd", "X-GitHub-Event": "push", "accept": "*/*"},
+		{},
+		{"stripe-signature": "t=2,v1=ef"},
+	}
+	for round := range 3 {
+		for i, headers := range events {
+			b := BorrowHTTPHeader(headers)
+			want := HTTPHeader(headers)
+			if len(b.Header) != len(want) {
+				t.Fatalf("round %d event %d: %v, want %v", round, i, b.Header, want)
+			}
+			for k, v := range want {
+				if got := b.Header[k]; len(got) != 1 || got[0] != v[0] {
+					t.Fatalf("round %d event %d: %s = %q, want %q", round, i, k, got, v)
+				}
+			}
+			b.Release()
+		}
+	}
+}

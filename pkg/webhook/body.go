@@ -2,13 +2,13 @@ package webhook
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/idemlambda/idem/internal/preset"
 )
@@ -34,8 +34,21 @@ var errNotScalar = errors.New("not a string or a number")
 
 // pathNode is a node of the tree of member paths a preset reads.
 type pathNode struct {
-	children map[string]*pathNode
+	// children are the members read below the node: a preset reads a few,
+	// so a member's name is looked up among them in a loop.
+	children []*pathNode
+	name     string // the member's name
 	path     string // the dotted path of the node, as document.values keys it
+}
+
+// child returns the child called name, or nil.
+func (n *pathNode) child(name []byte) *pathNode {
+	for _, c := range n.children {
+		if c.name == string(name) {
+			return c
+		}
+	}
+	return nil
 }
 
 // bodyPlan is what a preset reads from a JSON body, fixed at construction.
@@ -71,16 +84,13 @@ func planBody(p preset.Preset) bodyPlan {
 		}
 		n := plan.paths
 		for key := range strings.SplitSeq(path, ".") {
-			if n.children == nil {
-				n.children = map[string]*pathNode{}
-			}
-			next := n.children[key]
+			next := n.child([]byte(key))
 			if next == nil {
-				next = &pathNode{path: key}
+				next = &pathNode{name: key, path: key}
 				if n.path != "" {
 					next.path = n.path + "." + key
 				}
-				n.children[key] = next
+				n.children = append(n.children, next)
 			}
 			n = next
 		}
@@ -176,19 +186,49 @@ func (d *document) member(name string) (member, bool) {
 	return d.top[i], true
 }
 
+// memberAfter returns the top-level member called name, looking from top
+// index *next on, then from the start, and sets *next past the member
+// found: members read in the order the body gives them (a sender that
+// sorts its members, read by sorted name) are found at the first look.
+// In a document that names a member twice it is member: the first one.
+func (d *document) memberAfter(name string, next *int) (member, bool) {
+	if d.duplicate {
+		return d.member(name)
+	}
+	n := len(d.top)
+	for k := range n {
+		i := (*next + k) % n
+		if string(d.top[i].name) == name {
+			*next = i + 1
+			return d.top[i], true
+		}
+	}
+	return member{}, false
+}
+
 // documents are the documents of deliveries verified, for the next ones:
 // their members and values are kept for a delivery's verification only.
 var documents = sync.Pool{New: func() any { return &document{top: make([]member, 0, 16)} }}
 
+// maxPooledCompact bounds the compact copy a pooled document keeps for the
+// next delivery: a larger one is left to the collector.
+const maxPooledCompact = 64 << 10
+
 // releaseDocument returns doc (which may be nil) to documents once nothing
-// reads it any more. A large one is left to the collector.
+// reads it any more. A large one is left to the collector. Its compact copy
+// is kept for the next document's: nothing a delivery holds aliases it
+// (Verifier.payload copies what it keeps of it).
 func releaseDocument(doc *document) {
 	if doc == nil || cap(doc.top) > 256 || len(doc.values) > 64 {
 		return
 	}
 	clear(doc.top)
 	clear(doc.values)
-	*doc = document{top: doc.top[:0], values: doc.values}
+	compact := doc.compact[:0]
+	if cap(compact) > maxPooledCompact {
+		compact = nil
+	}
+	*doc = document{top: doc.top[:0], values: doc.values, compact: compact}
 	documents.Put(doc)
 }
 
@@ -198,8 +238,13 @@ func scanJSON(body []byte, plan bodyPlan) *document {
 	doc.raw = body
 	s := scanner{in: body, doc: doc, compact: plan.compact}
 	if plan.compact {
-		s.out = make([]byte, 0, len(body))
+		// The compact copy is at most the body: the pooled document's
+		// buffer when it is large enough.
+		if s.out = doc.compact[:0]; cap(s.out) < len(body) {
+			s.out = make([]byte, 0, len(body))
+		}
 	}
+	doc.compact = nil
 	s.space()
 	s.doc.object = s.pos < len(body) && body[s.pos] == '{'
 	err := s.value(0, plan.paths, true)
@@ -332,9 +377,9 @@ func (s *scanner) member(depth int, node *pathNode, top bool) error {
 	switch {
 	case node == nil:
 	case decoded == nil:
-		child = node.children[string(raw)] // no allocation for a map index
+		child = node.child(raw)
 	default:
-		child = node.children[*decoded]
+		child = node.child([]byte(*decoded))
 	}
 	if err := s.value(depth+1, child, false); err != nil {
 		return err
@@ -398,6 +443,13 @@ func (s *scanner) str() (bool, error) {
 	in, i := s.in, s.pos+1
 	escaped := false
 	for i < len(in) {
+		// Eight plain bytes at a time, then one at a time up to the next
+		// byte that is not plain.
+		for ; i+8 <= len(in); i += 8 {
+			if !plainWord(binary.LittleEndian.Uint64(in[i : i+8])) {
+				break
+			}
+		}
 		for i < len(in) && plainStringByte[in[i]] {
 			i++
 		}
@@ -416,30 +468,39 @@ func (s *scanner) str() (bool, error) {
 				return false, err
 			}
 			i = s.pos
-		case c < 0x20:
+		default: // below 0x20
 			s.pos = i
 			return false, s.fail("control character in a string")
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			// Invalid UTF-8 is kept: encoding/json accepts it too, and reading
-			// a member (jsonScalar) refuses it.
-			_, size := utf8.DecodeRune(in[i:])
-			i += size
 		}
 	}
 	s.pos = i
 	return false, s.fail("unterminated string")
 }
 
-// plainStringByte marks the bytes a string holds as they are: printable
-// ASCII other than the quote and the backslash.
+// plainStringByte marks the bytes a string holds as they are: all but the
+// quote, the backslash and the control characters. A byte from 0x80 is
+// plain: no byte of a multi-byte UTF-8 sequence is a quote, a backslash or
+// a control character, and invalid UTF-8 is kept (encoding/json accepts it
+// too, and reading a member, jsonScalar, refuses it).
 var plainStringByte = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
+	for c := 0x20; c < 0x100; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
 	return t
 }()
+
+// plainWord reports whether the eight bytes packed in x are all plain
+// (plainStringByte). It may report false for plain bytes following one that
+// is not (a borrow of the subtraction), never true for a byte that is not:
+// the lowest such byte always sets its high bit in one of the terms, and a
+// byte from 0x80 has its own high bit cleared by the mask.
+func plainWord(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	control := x - 0x20*ones            // a byte below 0x20 borrows
+	quote := (x ^ '"'*ones) - ones      // a quote becomes zero, then borrows
+	backslash := (x ^ '\\'*ones) - ones // likewise a backslash
+	return (control|quote|backslash)&^x&highs == 0
+}
 
 // escape scans one escape sequence of a string.
 func (s *scanner) escape() error {

@@ -346,7 +346,8 @@ func (v *Verifier) payload(doc *document) ([]byte, error) {
 	}
 	m, ok := doc.member(field)
 	if !ok {
-		return doc.compact, nil
+		// The document's compact copy goes back to the pool with it.
+		return bytes.Clone(doc.compact), nil
 	}
 	// Cut the member and the comma that joins it to its neighbour.
 	out := make([]byte, 0, len(doc.compact))
@@ -371,9 +372,9 @@ func (v *Verifier) fingerprint(r Request, doc *document) ([32]byte, error) {
 	case len(p.FingerprintFields) > 0:
 		h := sha256.New()
 		h.Write([]byte{'{'})
-		first := true
+		first, next := true, 0
 		for _, name := range v.fingerprintFields {
-			m, ok := doc.member(name)
+			m, ok := doc.memberAfter(name, &next)
 			if !ok {
 				continue
 			}

@@ -165,10 +165,45 @@ func keyedFormat(format, sep string) (headerFormat, bool) {
 // hostile header costs bounded work.
 const maxSignatureEntries = 16
 
-// parsedSignature is what a signature header yields.
+// inlineSignatures is how many signatures a parsedSignature holds without
+// an allocation: a sender rotating its secret signs with two.
+const inlineSignatures = 4
+
+// parsedSignature is what a signature header yields: its timestamp, and n
+// signatures of size bytes each (signature).
 type parsedSignature struct {
-	timestamp  string
-	signatures [][]byte
+	timestamp string
+	n, size   int
+	inline    [inlineSignatures * sha512.Size]byte
+	extra     [][]byte // the signatures after the inline ones
+}
+
+// add decodes encoded as the next signature; a signature that does not
+// decode is not added.
+func (p *parsedSignature) add(encoded string, enc preset.Encoding, size int) bool {
+	p.size = size
+	if p.n < inlineSignatures {
+		at := p.n * size
+		if _, ok := appendSignature(p.inline[at:at], encoded, enc, size); !ok {
+			return false
+		}
+	} else {
+		sig, ok := decodeSignature(encoded, enc, size)
+		if !ok {
+			return false
+		}
+		p.extra = append(p.extra, sig)
+	}
+	p.n++
+	return true
+}
+
+// signature returns the signature i, i < n.
+func (p *parsedSignature) signature(i int) []byte {
+	if i < inlineSignatures {
+		return p.inline[i*p.size : (i+1)*p.size]
+	}
+	return p.extra[i-inlineSignatures]
 }
 
 // parseSignature reads the signatures (and, in a keyed list, the
@@ -182,11 +217,11 @@ func parseSignature(value string, f headerFormat, prefix string, enc preset.Enco
 		if !ok {
 			return parsedSignature{}, fmt.Errorf("%w: signature does not start with %q", ErrInvalidHeader, prefix)
 		}
-		sig, ok := decodeSignature(encoded, enc, size)
-		if !ok {
+		var out parsedSignature
+		if !out.add(encoded, enc, size) {
 			return parsedSignature{}, fmt.Errorf("%w: signature is not a %s MAC of %d bytes", ErrInvalidHeader, enc, size)
 		}
-		return parsedSignature{signatures: [][]byte{sig}}, nil
+		return out, nil
 	case f.version != "":
 		return parseVersioned(value, f, prefix, enc, size)
 	}
@@ -200,14 +235,12 @@ func parseVersioned(value string, f headerFormat, prefix string, enc preset.Enco
 	var out parsedSignature
 	for entry := range strings.SplitSeq(value, f.separator) {
 		version, encoded, ok := strings.Cut(entry, ",")
-		if !ok || version != f.version || len(out.signatures) == maxSignatureEntries {
+		if !ok || version != f.version || out.n == maxSignatureEntries {
 			continue
 		}
-		if sig, ok := decodeSignature(strings.TrimPrefix(encoded, prefix), enc, size); ok {
-			out.signatures = append(out.signatures, sig)
-		}
+		out.add(strings.TrimPrefix(encoded, prefix), enc, size)
 	}
-	if len(out.signatures) == 0 {
+	if out.n == 0 {
 		return parsedSignature{}, fmt.Errorf("%w: no well-formed %s entry", ErrNoValidSignature, f.version)
 	}
 	return out, nil
@@ -229,16 +262,14 @@ func parseKeyed(value string, f headerFormat, prefix string, enc preset.Encoding
 			return parsedSignature{}, fmt.Errorf("%w: empty %s=", ErrInvalidHeader, f.timestampKey)
 		case key == f.timestampKey:
 			out.timestamp = val
-		case key == f.signatureKey && len(out.signatures) < maxSignatureEntries:
-			if sig, ok := decodeSignature(strings.TrimPrefix(val, prefix), enc, size); ok {
-				out.signatures = append(out.signatures, sig)
-			}
+		case key == f.signatureKey && out.n < maxSignatureEntries:
+			out.add(strings.TrimPrefix(val, prefix), enc, size)
 		}
 	}
 	if out.timestamp == "" {
 		return parsedSignature{}, fmt.Errorf("%w: no %s= timestamp", ErrInvalidHeader, f.timestampKey)
 	}
-	if len(out.signatures) == 0 {
+	if out.n == 0 {
 		return parsedSignature{}, fmt.Errorf("%w: no well-formed %s= signature", ErrNoValidSignature, f.signatureKey)
 	}
 	return out, nil
@@ -247,21 +278,48 @@ func parseKeyed(value string, f headerFormat, prefix string, enc preset.Encoding
 // decodeSignature decodes a signature of size bytes; only the canonical
 // encoding passes (padded standard base64, hex of either case).
 func decodeSignature(s string, enc preset.Encoding, size int) ([]byte, bool) {
+	return appendSignature(make([]byte, 0, size), s, enc, size)
+}
+
+// appendSignature appends to dst the signature s decodes to, as
+// decodeSignature decodes it; a hex one costs no allocation beyond dst's.
+func appendSignature(dst []byte, s string, enc preset.Encoding, size int) ([]byte, bool) {
 	switch enc {
 	case preset.Hex:
 		if len(s) != 2*size {
-			return nil, false
+			return dst, false
 		}
-		b, err := hex.DecodeString(s)
-		return b, err == nil
+		for i := 0; i < len(s); i += 2 {
+			hi, ok1 := fromHex(s[i])
+			lo, ok2 := fromHex(s[i+1])
+			if !ok1 || !ok2 {
+				return dst, false
+			}
+			dst = append(dst, hi<<4|lo)
+		}
+		return dst, true
 	case preset.Base64:
 		if len(s) != base64.StdEncoding.EncodedLen(size) {
-			return nil, false
+			return dst, false
 		}
-		b, err := base64.StdEncoding.Strict().DecodeString(s)
-		return b, err == nil && len(b) == size
+		n := len(dst)
+		out, err := base64.StdEncoding.Strict().AppendDecode(dst, []byte(s))
+		return out, err == nil && len(out)-n == size
 	}
-	return nil, false
+	return dst, false
+}
+
+// fromHex is the value of a hex digit of either case.
+func fromHex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // hashOf returns the hash constructor of an HMAC algorithm.
@@ -297,22 +355,28 @@ func newMACPools(f preset.Family, keys [][]byte) [len(macAlgorithms)][]*sync.Poo
 	}
 	for a, alg := range macAlgorithms {
 		for _, key := range keys {
-			out[a] = append(out[a], &sync.Pool{New: func() any { return hmac.New(hashOf(alg), key) }})
+			out[a] = append(out[a], &sync.Pool{New: func() any { return &keyedHMAC{Hash: hmac.New(hashOf(alg), key)} }})
 		}
 	}
 	return out
 }
 
-// keyedMAC appends to sum the HMAC under the verifier's key i with
-// algorithm a of the layout rendered with vals, written part by part:
-// mac(a, v.keys[i], renderLayout(v.layout, vals)).
-func (v *Verifier) keyedMAC(a preset.Algorithm, i int, vals signedValues, sum []byte) []byte {
+// keyedHMAC is a keyed HMAC of a pool, with room for its sum.
+type keyedHMAC struct {
+	hash.Hash
+	sum [sha512.Size]byte
+}
+
+// macMatches reports whether the HMAC under the verifier's key i with
+// algorithm a of the layout rendered with vals, written part by part
+// (mac(a, v.keys[i], renderLayout(v.layout, vals))), is one of sigs'.
+func (v *Verifier) macMatches(a preset.Algorithm, i int, vals signedValues, sigs *parsedSignature) bool {
 	idx := slices.Index(macAlgorithms[:], a)
 	if idx < 0 || i >= len(v.macs[idx]) {
-		return append(sum, mac(a, v.keys[i], renderLayout(v.layout, vals))...)
+		return sigs.matches(mac(a, v.keys[i], renderLayout(v.layout, vals)))
 	}
 	pool := v.macs[idx][i]
-	m := pool.Get().(hash.Hash)
+	m := pool.Get().(*keyedHMAC)
 	m.Reset()
 	for _, p := range v.layout {
 		if p.placeholder == phLiteral {
@@ -321,9 +385,20 @@ func (v *Verifier) keyedMAC(a preset.Algorithm, i int, vals signedValues, sum []
 			m.Write(vals[p.placeholder])
 		}
 	}
-	sum = m.Sum(sum)
+	ok := sigs.matches(m.Sum(m.sum[:0]))
 	pool.Put(m)
-	return sum
+	return ok
+}
+
+// matches reports whether expected is one of the signatures, comparing each
+// in constant time.
+func (p *parsedSignature) matches(expected []byte) bool {
+	for j := range p.n {
+		if hmac.Equal(expected, p.signature(j)) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseTimestamp parses a signed timestamp in the preset's format.
@@ -426,21 +501,17 @@ func (v *Verifier) verifyHMAC(r Request, doc *document) (int, error) {
 	if layoutUses(v.layout, phURL) {
 		spellings = urlSpellings(r.URL)
 	}
-	var sum [sha512.Size]byte
 	for i := range v.keys {
 		for _, u := range spellings {
 			if u != "" {
 				vals[phURL] = v.signedURL(u)
 			}
-			expected := v.keyedMAC(alg, i, vals, sum[:0])
-			for _, s := range sig.signatures {
-				if hmac.Equal(expected, s) {
-					return i, nil
-				}
+			if v.macMatches(alg, i, vals, &sig) {
+				return i, nil
 			}
 		}
 	}
-	return -1, fmt.Errorf("%w: %d signature(s) checked against %d secret(s)", ErrNoValidSignature, len(sig.signatures), len(v.keys))
+	return -1, fmt.Errorf("%w: %d signature(s) checked against %d secret(s)", ErrNoValidSignature, sig.n, len(v.keys))
 }
 
 // signedURL is a spelling of the public URL as the sender signs it.

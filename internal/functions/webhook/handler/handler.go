@@ -61,8 +61,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -291,13 +294,16 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	// The sender signed these bytes, at this URL (URL-signing senders sign it too). Nothing
 	// below Verify runs for a delivery the provider did not sign, nor for one it signed that is
 	// not its event: no Redis command, no sink.
+	// Verify reads the headers and keeps none of the map: it is borrowed for the call.
+	header := apigw.BorrowHTTPHeader(req.Headers)
 	d, err := h.verifier.Verify(webhook.Request{
-		Header: apigw.HTTPHeader(req.Headers),
+		Header: header.Header,
 		Body:   body,
 		URL:    apigw.PublicURL(req.RequestContext.DomainName, req.RawPath, req.RawQueryString, h.publicURL),
 		Method: method,
 		Now:    h.now(),
 	})
+	header.Release()
 	if err != nil {
 		return h.refuseDelivery(err)
 	}
@@ -344,11 +350,12 @@ func (h *Handler) forward(ctx context.Context, d webhook.Delivery, received time
 	if err != nil {
 		return idem.Result{}, fmt.Errorf("webhook: forward %s event %s: %w", h.name, d.ID, err)
 	}
-	b, err := json.Marshal(receipt{Received: true, ID: d.ID, DeliveryID: d.DeliveryID, Type: d.Type})
-	if err != nil {
-		return idem.Result{}, fmt.Errorf("webhook: encode receipt of %s event %s: %w", h.name, d.ID, err)
-	}
-	return idem.Result{Status: http.StatusOK, Body: b}, nil
+	return idem.Result{Status: http.StatusOK, Body: receiptOf(d).appendJSON(nil)}, nil
+}
+
+// receiptOf is the receipt of d's first delivery.
+func receiptOf(d webhook.Delivery) receipt {
+	return receipt{Received: true, ID: d.ID, DeliveryID: d.DeliveryID, Type: d.Type}
 }
 
 // receipt is the body of a 200 answer to a delivery, stored and replayed to every retry.
@@ -362,6 +369,38 @@ type receipt struct {
 	Type       string `json:"type"`
 }
 
+// appendJSON appends r as json.Marshal encodes it, without its reflection: the receipt is
+// written on every first delivery.
+func (r receipt) appendJSON(b []byte) []byte {
+	b = slices.Grow(b, len(`{"received":false,"id":"","delivery_id":"","type":""}`)+len(r.ID)+len(r.DeliveryID)+len(r.Type))
+	b = append(b, `{"received":`...)
+	b = strconv.AppendBool(b, r.Received)
+	b = append(b, `,"id":`...)
+	b = appendJSONString(b, r.ID)
+	if r.DeliveryID != "" {
+		b = append(b, `,"delivery_id":`...)
+		b = appendJSONString(b, r.DeliveryID)
+	}
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, r.Type)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as json.Marshal encodes a string: as it is between quotes when
+// every byte is printable ASCII that encoding/json leaves alone (not a quote, a backslash, or
+// one of the HTML characters it escapes), else through json.Marshal itself.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
 // respond maps the guard's outcome to the response and the log line's outcome.
 func respond(out idem.Outcome, err error, d webhook.Delivery) (events.APIGatewayV2HTTPResponse, obs.Request) {
 	switch out.Kind {
@@ -372,7 +411,7 @@ func respond(out idem.Outcome, err error, d webhook.Delivery) (events.APIGateway
 			return apigw.Raw(out.Result.Status, out.Result.Body),
 				obs.Request{Outcome: obs.OutcomeError, Reason: reasonResultNotReplayable, Err: err}
 		}
-		return apigw.JSON(http.StatusOK, receipt{Received: true, ID: d.ID, DeliveryID: d.DeliveryID, Type: d.Type}, idemhttp.HeaderReplayed, "true"),
+		return apigw.Raw(http.StatusOK, receiptOf(d).appendJSON(nil), idemhttp.HeaderReplayed, "true"),
 			obs.Request{Outcome: obs.OutcomeReplayed, Reason: reasonResultNotReplayable}
 	case idem.Executed, idem.ExecutedUnguarded:
 		return apigw.Raw(out.Result.Status, out.Result.Body), obs.Request{Outcome: obs.OutcomeExecuted}
