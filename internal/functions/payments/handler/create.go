@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 
@@ -96,9 +97,7 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return apigw.Error(http.StatusUnsupportedMediaType, codeUnsupportedMediaType,
 			"content-type: must be application/json, got "+strconv.Quote(clip(ct, 64))), rec
 	}
-	// The route says POST (a route key may come without the request context's method).
-	req.RequestContext.HTTP.Method = http.MethodPost
-	resp, _ := h.createOnGuard(context.WithValue(ctx, stateKey{}, st), req) // the work never returns an error
+	resp, _ := h.createOnGuard(context.WithValue(ctx, stateKey{}, st), guarded(req)) // the work never returns an error
 	if resp.Headers["content-type"] == "" {
 		// A result stored without headers (by an earlier version) is JSON all the same.
 		if resp.Headers == nil {
@@ -109,11 +108,35 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	return resp, st.record(req, resp)
 }
 
+// canonicalKeyHeader is HeaderIdempotencyKey as net/http writes it: the name under which
+// http.Header holds it, and which it looks up without writing a new string.
+var canonicalKeyHeader = textproto.CanonicalMIMEHeaderKey(HeaderIdempotencyKey)
+
+// guarded is req as the middleware is given it: with the method the route says (a route key may
+// come without the request context's method), and of its headers and cookies only the
+// idempotency key's header, under its canonical name. Nothing on the create path reads any
+// other (the caller is the state's principal, the work reads the state), and the middleware
+// would otherwise copy every one of them, its name canonicalized, into a new http.Header. Of
+// names that differ in case only, one is kept, as in the http.Header the middleware makes of
+// them all.
+func guarded(req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
+	req.RequestContext.HTTP.Method = http.MethodPost
+	var key map[string]string
+	for name, v := range req.Headers {
+		if len(name) == len(HeaderIdempotencyKey) && strings.EqualFold(name, HeaderIdempotencyKey) {
+			key = map[string]string{canonicalKeyHeader: v}
+			break
+		}
+	}
+	req.Headers, req.Cookies = key, nil
+	return req
+}
+
 // parse is the middleware's fingerprint: it parses the body strictly (an error is 400
 // invalid_request, the message naming the field) and fingerprints its canonical form.
 func (h *Handler) parse(ctx context.Context, r *idemhttp.Request) (idem.Fingerprint, error) {
 	st := stateOf(ctx)
-	key, _ := idemhttp.ParseKey(r.Header.Get(HeaderIdempotencyKey)) // the middleware accepted it
+	key, _ := idemhttp.ParseKey(r.Header.Get(canonicalKeyHeader)) // the middleware accepted it
 	st.scoped = scopedKey(st.principal, key)
 	in, err := parseCreateRequest(r.Body, h.maxAmount)
 	if err != nil {
@@ -141,17 +164,66 @@ func (h *Handler) work(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (e
 		st.workErr = err
 		return internalError(), nil
 	}
-	body, err := json.Marshal(p)
+	body, err := paymentJSON(p)
 	if err != nil {
 		st.workErr = fmt.Errorf("payments: encode payment %s: %w", p.ID, err)
 		return internalError(), nil
 	}
+	resp := events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: body,
+		Headers: map[string]string{"content-type": "application/json"}} // apigw.Raw's, without a copy of the body
 	if existed {
 		// The ledger kept what Redis lost: the first response again.
 		st.fromLedger = true
-		return apigw.Raw(http.StatusCreated, body, HeaderReplayed, "true"), nil
+		resp.Headers[HeaderReplayed] = "true"
 	}
-	return apigw.Raw(http.StatusCreated, body), nil
+	return resp, nil
+}
+
+// paymentJSON is p encoded as json.Marshal encodes it, written by hand into one string when
+// none of its strings needs an escape.
+func paymentJSON(p ledger.Payment) (string, error) {
+	var buf [256]byte
+	if b, ok := appendPaymentJSON(buf[:0], p); ok {
+		return string(b), nil
+	}
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+// appendPaymentJSON appends what json.Marshal writes for p, or reports false when a string
+// would need an escape or the time has no RFC 3339 form (json.Marshal then writes, or refuses,
+// it).
+func appendPaymentJSON(b []byte, p ledger.Payment) ([]byte, bool) {
+	if !plainASCII(p.ID) || !plainASCII(p.Currency) || !plainASCII(p.Status) {
+		return b, false
+	}
+	b = append(b, `{"id":"`...)
+	b = append(b, p.ID...)
+	b = append(b, `","amount":`...)
+	b = strconv.AppendInt(b, p.Amount, 10)
+	b = append(b, `,"currency":"`...)
+	b = append(b, p.Currency...)
+	b = append(b, `","status":"`...)
+	b = append(b, p.Status...)
+	b = append(b, `","created_at":"`...)
+	b, err := p.CreatedAt.AppendText(b) // what Time.MarshalJSON writes between its quotes
+	if err != nil {
+		return b, false
+	}
+	return append(b, `"}`...), true
+}
+
+// plainASCII reports whether json.Marshal writes s as it stands between its quotes, without
+// looking past ASCII: printable characters other than the quote, the backslash and the HTML
+// ones it escapes (<, >, &).
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // record is the log line of the request: what the core reported, or the refusal before it.
@@ -227,6 +299,9 @@ func (st *createState) rejected(req events.APIGatewayV2HTTPRequest, reason strin
 // A request without a content-type is read as JSON too: its body is still parsed strictly, and
 // no browser form can send one without it (a form's text/plain or urlencoded body is refused).
 func jsonContentType(v string) bool {
+	if strings.EqualFold(v, "application/json") {
+		return true // what nearly every request says, without the parser's map of parameters
+	}
 	if strings.TrimSpace(v) == "" {
 		return true
 	}
