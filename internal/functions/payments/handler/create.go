@@ -127,17 +127,14 @@ var canonicalKeyHeader = textproto.CanonicalMIMEHeaderKey(HeaderIdempotencyKey)
 // come without the request context's method), and of its headers and cookies only the
 // idempotency key's header, under its canonical name. Nothing on the create path reads any
 // other (the caller is the state's principal, the work reads the state), and the middleware
-// would otherwise copy every one of them, its name canonicalized, into a new http.Header. Of
-// names that differ in case only, one is kept, as in the http.Header the middleware makes of
-// them all.
+// would otherwise copy every one of them, its name canonicalized, into a new http.Header. The
+// key is the one apigw.Header finds, as for the log line's id: under the lower-case name API
+// Gateway writes, else under any name differing from it in case only.
 func guarded(req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
 	req.RequestContext.HTTP.Method = http.MethodPost
 	var key map[string]string
-	for name, v := range req.Headers {
-		if len(name) == len(HeaderIdempotencyKey) && strings.EqualFold(name, HeaderIdempotencyKey) {
-			key = map[string]string{canonicalKeyHeader: v}
-			break
-		}
+	if v := apigw.Header(req.Headers, HeaderIdempotencyKey); v != "" {
+		key = map[string]string{canonicalKeyHeader: v}
 	}
 	req.Headers, req.Cookies = key, nil
 	return req

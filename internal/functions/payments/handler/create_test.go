@@ -12,7 +12,7 @@ import (
 )
 
 // The middleware is given the request with the route's method and only the idempotency key's
-// header, under its canonical name whatever the case it came in.
+// header, under its canonical name whatever the case it came in (the lower-case name first).
 func TestGuardedKeepsOnlyTheKeyHeader(t *testing.T) {
 	req := loadEvent(t, "create_payment.json")
 	req.RequestContext.HTTP.Method = ""
@@ -33,6 +33,11 @@ func TestGuardedKeepsOnlyTheKeyHeader(t *testing.T) {
 	if g := guarded(req); !reflect.DeepEqual(g.Headers, want) {
 		t.Fatalf("upper-case name: %v", g.Headers)
 	}
+	req.Headers["idempotency-key"] = "lower"
+	if g := guarded(req); g.Headers["Idempotency-Key"] != "lower" || len(g.Headers) != 1 {
+		t.Fatalf("both names: %v, want the lower-case one's", g.Headers)
+	}
+	delete(req.Headers, "idempotency-key")
 	delete(req.Headers, "IDEMPOTENCY-KEY")
 	if g := guarded(req); len(g.Headers) != 0 {
 		t.Fatalf("no key header: %v", g.Headers)
