@@ -110,7 +110,7 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	}
 	resp, _ := h.createOnGuard(st, guarded(req)) // the work never returns an error
 	if resp.Headers["content-type"] == "" {
-		// A result stored without headers (by an earlier version) is JSON all the same.
+		// The work's response, and the result stored of it, carry no content type: it is JSON.
 		if resp.Headers == nil {
 			resp.Headers = map[string]string{}
 		}
@@ -177,12 +177,13 @@ func (h *Handler) work(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (e
 		st.workErr = fmt.Errorf("payments: encode payment %s: %w", p.ID, err)
 		return internalError(), nil
 	}
-	resp := events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: body,
-		Headers: map[string]string{"content-type": "application/json"}} // apigw.Raw's, without a copy of the body
+	// No headers: the content type of every payments response is JSON, and create adds it on
+	// the way out, so the result the core stores (and replays) holds the body alone.
+	resp := events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: body}
 	if existed {
 		// The ledger kept what Redis lost: the first response again.
 		st.fromLedger = true
-		resp.Headers[HeaderReplayed] = "true"
+		resp.Headers = map[string]string{HeaderReplayed: "true"}
 	}
 	return resp, nil
 }
