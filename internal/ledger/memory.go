@@ -10,16 +10,18 @@ import (
 // [DynamoDB] but nothing survives the process, and each process has its own. It is safe for
 // concurrent use. The zero value is not usable; call [NewMemory].
 type Memory struct {
-	mu    sync.Mutex
-	byKey map[string]Payment
-	byID  map[string]Payment
+	mu sync.Mutex
+	// Each payment is held once, under both its key and its id: the maps' slots stay a
+	// pointer wide, which keeps their growth cheap, and are never handed out.
+	byKey map[string]*Payment
+	byID  map[string]*Payment
 }
 
 var _ Ledger = (*Memory)(nil)
 
 // NewMemory returns an empty in-memory ledger.
 func NewMemory() *Memory {
-	return &Memory{byKey: map[string]Payment{}, byID: map[string]Payment{}}
+	return &Memory{byKey: map[string]*Payment{}, byID: map[string]*Payment{}}
 }
 
 // Create implements [Ledger].
@@ -31,7 +33,7 @@ func (m *Memory) Create(ctx context.Context, scopedKey string, p Payment) (Payme
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if existing, ok := m.byKey[scopedKey]; ok {
-		return refused(ctx, existing)
+		return refused(ctx, *existing)
 	}
 	if err := live(ctx); err != nil {
 		return Payment{}, fmt.Errorf("ledger: create payment %s: %w", p.ID, err)
@@ -39,8 +41,10 @@ func (m *Memory) Create(ctx context.Context, scopedKey string, p Payment) (Payme
 	if _, ok := m.byID[p.ID]; ok {
 		return Payment{}, fmt.Errorf("%w: %s", ErrDuplicateID, p.ID)
 	}
-	m.byKey[scopedKey] = p
-	m.byID[p.ID] = p
+	stored := new(Payment)
+	*stored = p
+	m.byKey[scopedKey] = stored
+	m.byID[p.ID] = stored
 	return p, nil
 }
 
@@ -55,5 +59,5 @@ func (m *Memory) Get(ctx context.Context, principal, id string) (Payment, error)
 	if !ok || p.Principal != principal {
 		return Payment{}, ErrNotFound
 	}
-	return p, nil
+	return *p, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 
@@ -43,8 +44,11 @@ var errKeyReused = errors.New("payments: idempotency key already used for a diff
 
 // createState is one POST /payments on its way through the middleware: what its hooks learn
 // (the caller, the scoped key, the parsed request), what the work found, and what the core
-// reported, for the work and for the log line.
+// reported, for the work and for the log line. It is also the request's context, the one the
+// middleware is given, holding itself under stateKey (one allocation rather than a
+// context.WithValue beside it).
 type createState struct {
+	context.Context
 	principal string
 	scoped    string // principal and idempotency key, once the key is known
 	in        createRequest
@@ -60,6 +64,14 @@ type createState struct {
 }
 
 type stateKey struct{}
+
+// Value returns st for stateKey, else the value of the context it was made on.
+func (st *createState) Value(key any) any {
+	if key == (stateKey{}) {
+		return st
+	}
+	return st.Context.Value(key)
+}
 
 func stateOf(ctx context.Context) *createState { return ctx.Value(stateKey{}).(*createState) }
 
@@ -90,17 +102,15 @@ func (h *Handler) newCreate(guard *idem.Guard) (func(context.Context, events.API
 // create serves POST /payments for principal, top to bottom: content type, then the middleware
 // (key, body, claim, work, respond), then the log line.
 func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, principal string) (events.APIGatewayV2HTTPResponse, obs.Request) {
-	st := &createState{principal: principal}
+	st := &createState{Context: ctx, principal: principal}
 	if ct := apigw.Header(req.Headers, "content-type"); !jsonContentType(ct) {
 		rec := st.rejected(req, codeUnsupportedMediaType)
 		return apigw.Error(http.StatusUnsupportedMediaType, codeUnsupportedMediaType,
 			"content-type: must be application/json, got "+strconv.Quote(clip(ct, 64))), rec
 	}
-	// The route says POST (a route key may come without the request context's method).
-	req.RequestContext.HTTP.Method = http.MethodPost
-	resp, _ := h.createOnGuard(context.WithValue(ctx, stateKey{}, st), req) // the work never returns an error
+	resp, _ := h.createOnGuard(st, guarded(req)) // the work never returns an error
 	if resp.Headers["content-type"] == "" {
-		// A result stored without headers (by an earlier version) is JSON all the same.
+		// The work's response, and the result stored of it, carry no content type: it is JSON.
 		if resp.Headers == nil {
 			resp.Headers = map[string]string{}
 		}
@@ -109,11 +119,32 @@ func (h *Handler) create(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	return resp, st.record(req, resp)
 }
 
+// canonicalKeyHeader is HeaderIdempotencyKey as net/http writes it: the name under which
+// http.Header holds it, and which it looks up without writing a new string.
+var canonicalKeyHeader = textproto.CanonicalMIMEHeaderKey(HeaderIdempotencyKey)
+
+// guarded is req as the middleware is given it: with the method the route says (a route key may
+// come without the request context's method), and of its headers and cookies only the
+// idempotency key's header, under its canonical name. Nothing on the create path reads any
+// other (the caller is the state's principal, the work reads the state), and the middleware
+// would otherwise copy every one of them, its name canonicalized, into a new http.Header. The
+// key is the one apigw.Header finds, as for the log line's id: under the lower-case name API
+// Gateway writes, else under any name differing from it in case only.
+func guarded(req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
+	req.RequestContext.HTTP.Method = http.MethodPost
+	var key map[string]string
+	if v := apigw.Header(req.Headers, HeaderIdempotencyKey); v != "" {
+		key = map[string]string{canonicalKeyHeader: v}
+	}
+	req.Headers, req.Cookies = key, nil
+	return req
+}
+
 // parse is the middleware's fingerprint: it parses the body strictly (an error is 400
 // invalid_request, the message naming the field) and fingerprints its canonical form.
 func (h *Handler) parse(ctx context.Context, r *idemhttp.Request) (idem.Fingerprint, error) {
 	st := stateOf(ctx)
-	key, _ := idemhttp.ParseKey(r.Header.Get(HeaderIdempotencyKey)) // the middleware accepted it
+	key, _ := idemhttp.ParseKey(r.Header.Get(canonicalKeyHeader)) // the middleware accepted it
 	st.scoped = scopedKey(st.principal, key)
 	in, err := parseCreateRequest(r.Body, h.maxAmount)
 	if err != nil {
@@ -141,17 +172,67 @@ func (h *Handler) work(ctx context.Context, _ events.APIGatewayV2HTTPRequest) (e
 		st.workErr = err
 		return internalError(), nil
 	}
-	body, err := json.Marshal(p)
+	body, err := paymentJSON(p)
 	if err != nil {
 		st.workErr = fmt.Errorf("payments: encode payment %s: %w", p.ID, err)
 		return internalError(), nil
 	}
+	// No headers: the content type of every payments response is JSON, and create adds it on
+	// the way out, so the result the core stores (and replays) holds the body alone.
+	resp := events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated, Body: body}
 	if existed {
 		// The ledger kept what Redis lost: the first response again.
 		st.fromLedger = true
-		return apigw.Raw(http.StatusCreated, body, HeaderReplayed, "true"), nil
+		resp.Headers = map[string]string{HeaderReplayed: "true"}
 	}
-	return apigw.Raw(http.StatusCreated, body), nil
+	return resp, nil
+}
+
+// paymentJSON is p encoded as json.Marshal encodes it, written by hand into one string when
+// none of its strings needs an escape.
+func paymentJSON(p ledger.Payment) (string, error) {
+	var buf [256]byte
+	if b, ok := appendPaymentJSON(buf[:0], p); ok {
+		return string(b), nil
+	}
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+// appendPaymentJSON appends what json.Marshal writes for p, or reports false when a string
+// would need an escape or the time has no RFC 3339 form (json.Marshal then writes, or refuses,
+// it).
+func appendPaymentJSON(b []byte, p ledger.Payment) ([]byte, bool) {
+	if !plainASCII(p.ID) || !plainASCII(p.Currency) || !plainASCII(p.Status) {
+		return b, false
+	}
+	b = append(b, `{"id":"`...)
+	b = append(b, p.ID...)
+	b = append(b, `","amount":`...)
+	b = strconv.AppendInt(b, p.Amount, 10)
+	b = append(b, `,"currency":"`...)
+	b = append(b, p.Currency...)
+	b = append(b, `","status":"`...)
+	b = append(b, p.Status...)
+	b = append(b, `","created_at":"`...)
+	b, err := p.CreatedAt.AppendText(b) // what Time.MarshalJSON writes between its quotes
+	if err != nil {
+		return b, false
+	}
+	return append(b, `"}`...), true
+}
+
+// plainASCII reports whether json.Marshal writes s as it stands between its quotes, without
+// looking past ASCII: printable characters other than the quote, the backslash and the HTML
+// ones it escapes (<, >, &).
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // record is the log line of the request: what the core reported, or the refusal before it.
@@ -227,6 +308,9 @@ func (st *createState) rejected(req events.APIGatewayV2HTTPRequest, reason strin
 // A request without a content-type is read as JSON too: its body is still parsed strictly, and
 // no browser form can send one without it (a form's text/plain or urlencoded body is refused).
 func jsonContentType(v string) bool {
+	if strings.EqualFold(v, "application/json") {
+		return true // what nearly every request says, without the parser's map of parameters
+	}
 	if strings.TrimSpace(v) == "" {
 		return true
 	}

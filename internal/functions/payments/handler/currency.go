@@ -10,22 +10,23 @@ import (
 //go:embed iso4217.txt
 var iso4217 string
 
-// currencies is the set of accepted codes, upper case.
-var currencies = func() map[string]bool {
-	set := make(map[string]bool, 200)
+// currencies is the set of accepted codes, upper case, each the value under itself: the code
+// currencyCode returns is this string, never a new one.
+var currencies = func() map[string]string {
+	set := make(map[string]string, 200)
 	for line := range strings.Lines(iso4217) {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		set[line] = true
+		set[line] = line
 	}
 	return set
 }()
 
 // currencyCode returns s upper-cased when it is three ASCII letters naming an accepted ISO 4217
 // currency, in any case.
-func currencyCode(s string) (string, bool) {
+func currencyCode[T string | []byte](s T) (string, bool) {
 	if len(s) != 3 {
 		return "", false
 	}
@@ -40,6 +41,6 @@ func currencyCode(s string) (string, bool) {
 		}
 		b[i] = c
 	}
-	code := string(b[:])
-	return code, currencies[code]
+	code, ok := currencies[string(b[:])]
+	return code, ok
 }

@@ -113,6 +113,7 @@ type Handler struct {
 	guard     *idem.Guard
 	ledger    ledger.Ledger
 	logger    *slog.Logger
+	routeLog  routeLoggers // logger with each route attribute, made once rather than per request
 	now       func() time.Time
 	newID     func() string
 	maxAmount int64
@@ -227,6 +228,7 @@ func New(ctx context.Context, getenv func(string) string, opts ...Option) (*Hand
 		maxAmount: s.maxAmount,
 		auth:      s.auth,
 	}
+	h.routeLog = newRouteLoggers(h.logger)
 	awsCfg, err := h.openLedger(ctx, getenv, s)
 	if err != nil {
 		return nil, err
@@ -308,8 +310,7 @@ func (h *Handler) Close() error {
 // into a bare 502.
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	rt := matchRoute(req)
-	logger := h.logger.With(slog.String("route", cmp.Or(rt.key, "unmatched")))
-	return obs.Served(ctx, logger, func() (events.APIGatewayV2HTTPResponse, obs.Request) {
+	return obs.Served(ctx, h.routeLog.of(rt.key), func() (events.APIGatewayV2HTTPResponse, obs.Request) {
 		resp, rec := h.serve(ctx, req, rt)
 		rec.Status = resp.StatusCode
 		return resp, rec
@@ -334,6 +335,27 @@ func (h *Handler) serve(ctx context.Context, req events.APIGatewayV2HTTPRequest,
 	default:
 		return apigw.Error(404, "not_found", "no such route"), rejected("no_route")
 	}
+}
+
+// routeLoggers are a logger with the route attribute of each route key, and of none.
+type routeLoggers struct {
+	create, get, unmatched *slog.Logger
+}
+
+func newRouteLoggers(l *slog.Logger) routeLoggers {
+	with := func(route string) *slog.Logger { return l.With(slog.String("route", route)) }
+	return routeLoggers{create: with(RouteCreate), get: with(RouteGet), unmatched: with("unmatched")}
+}
+
+// of returns the logger of the route key key (RouteCreate, RouteGet or "").
+func (r routeLoggers) of(key string) *slog.Logger {
+	switch key {
+	case RouteCreate:
+		return r.create
+	case RouteGet:
+		return r.get
+	}
+	return r.unmatched
 }
 
 // route is what matchRoute found: a route key (and its id), or the methods the path allows.
@@ -391,5 +413,17 @@ func rejected(reason string) obs.Request {
 	return obs.Request{Outcome: obs.OutcomeRejected, Reason: reason}
 }
 
-// newPaymentID returns "pay_" and 128 random bits as 26 lower-case base32 characters.
-func newPaymentID() string { return "pay_" + strings.ToLower(rand.Text()) }
+// paymentIDAlphabet is the RFC 4648 base32 alphabet in lower case.
+const paymentIDAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
+
+// newPaymentID returns "pay_" and 128 random bits as 26 lower-case base32 characters: what
+// strings.ToLower(rand.Text()) is, written in one buffer.
+func newPaymentID() string {
+	var b [len("pay_") + 26]byte
+	copy(b[:], "pay_")
+	rand.Read(b[len("pay_"):]) // never fails (crypto/rand)
+	for i := len("pay_"); i < len(b); i++ {
+		b[i] = paymentIDAlphabet[b[i]%32]
+	}
+	return string(b[:])
+}

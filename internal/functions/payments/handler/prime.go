@@ -35,6 +35,7 @@ func (h *Handler) Prime(ctx context.Context) error {
 	p := *h
 	p.guard, p.ledger, p.auth = h.prime, ledger.NewMemory(), AuthNone
 	p.logger = slog.New(slog.DiscardHandler)
+	p.routeLog = newRouteLoggers(p.logger)
 	if p.createOnGuard, err = p.newCreate(h.prime); err != nil {
 		return fmt.Errorf("payments: prime: %w", err)
 	}

@@ -3,9 +3,10 @@ package handler
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/idemlambda/idem/pkg/idem"
 )
 
 // Anonymous is the one principal of every request under PAYMENTS_AUTH=none.
@@ -63,7 +64,24 @@ func principalOf(req events.APIGatewayV2HTTPRequest, mode string) (principal str
 // caller's idempotency key joined unambiguously to its principal, so that one caller can never
 // reach another's record.
 func scopedKey(principal, key string) string {
-	return idem.JoinID(principalInKey(principal), key)
+	return joinID(principalInKey(principal), key)
+}
+
+// joinID is idem.JoinID(a, b), written in one allocation.
+func joinID(a, b string) string {
+	var la, lb [20]byte
+	na := strconv.AppendInt(la[:0], int64(len(a)), 10)
+	nb := strconv.AppendInt(lb[:0], int64(len(b)), 10)
+	var sb strings.Builder
+	sb.Grow(len(na) + 1 + len(a) + 1 + len(nb) + 1 + len(b))
+	sb.Write(na)
+	sb.WriteByte(':')
+	sb.WriteString(a)
+	sb.WriteByte(' ')
+	sb.Write(nb)
+	sb.WriteByte(':')
+	sb.WriteString(b)
+	return sb.String()
 }
 
 // principalInKey is how principal is written into a scoped key: as is, or its SHA-256 when it is

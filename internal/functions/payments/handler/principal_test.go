@@ -184,3 +184,19 @@ func TestMatchRoute(t *testing.T) {
 		}
 	}
 }
+
+// The scoped key is the core's key for the request: idem.JoinID of the principal in the key and
+// the idempotency key, which idemhttp joins for the caller.
+func TestScopedKeyIsJoinIDOfPrincipalAndKey(t *testing.T) {
+	for _, tt := range []struct{ principal, key string }{
+		{Anonymous, "k"},
+		{"jwt:a b", "c d"},
+		{"iam:" + strings.Repeat("p", maxPrincipalInKey), strings.Repeat("k", MaxKeyLength)},
+		{"lambda:a\nb", "1:2 3"},
+		{"", ""},
+	} {
+		if got, want := scopedKey(tt.principal, tt.key), idem.JoinID(principalInKey(tt.principal), tt.key); got != want {
+			t.Errorf("scopedKey(%.20q, %.20q) = %.40q, want %.40q", tt.principal, tt.key, got, want)
+		}
+	}
+}

@@ -43,6 +43,37 @@ type createRequest struct {
 
 // fingerprint returns the fingerprint of the canonical form of r.
 func (r createRequest) fingerprint() (idem.Fingerprint, error) {
+	if r.Description == "" && len(r.Metadata) == 0 && plainCurrency(r.Currency) {
+		// {"amount":N,"currency":"XYZ"} is what json.Marshal writes for r, and already in the
+		// form FingerprintJSON hashes (keys sorted, no white space, a plain string): written
+		// here on the stack, it is hashed as it stands.
+		var buf [64]byte
+		b := append(buf[:0], `{"amount":`...)
+		b = strconv.AppendInt(b, r.Amount, 10)
+		b = append(b, `,"currency":"`...)
+		b = append(b, r.Currency...)
+		b = append(b, `"}`...)
+		return idem.FingerprintOf(b), nil
+	}
+	return r.fingerprintOfEncoding()
+}
+
+// plainCurrency reports whether s is three upper-case ASCII letters, as currencyCode returns
+// every code: written by json.Marshal as it stands.
+func plainCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for i := range 3 {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// fingerprintOfEncoding is fingerprint by its definition: FingerprintJSON of r's JSON encoding.
+func (r createRequest) fingerprintOfEncoding() (idem.Fingerprint, error) {
 	canonical, err := json.Marshal(r)
 	if err != nil {
 		return idem.Fingerprint{}, fmt.Errorf("encode request: %w", err)
@@ -74,7 +105,19 @@ func fieldError(field, format string, args ...any) error {
 // It is strict: the body must be one JSON object in valid UTF-8 with nothing after it; unknown
 // and repeated fields, null, values of the wrong type, and an amount written with a fraction or
 // exponent (1.0, 1e2) are errors. Every error is an *inputError naming the field.
+//
+// The common body (see parseSimple) is read in one pass over its bytes; any other, and every
+// invalid one, by parseStrict, which words the errors.
 func parseCreateRequest(body []byte, maxAmount int64) (createRequest, error) {
+	if r, ok := parseSimple(body, maxAmount); ok {
+		return r, nil
+	}
+	return parseStrict(body, maxAmount)
+}
+
+// parseStrict is parseCreateRequest by way of encoding/json: the whole body checked, then
+// read token by token.
+func parseStrict(body []byte, maxAmount int64) (createRequest, error) {
 	var r createRequest
 	if err := checkWholeBody(body); err != nil {
 		return r, err

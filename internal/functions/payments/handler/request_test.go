@@ -128,7 +128,7 @@ func TestCurrencyListHoldsOnlyThreeUpperCaseLetters(t *testing.T) {
 		}
 	}
 	for _, code := range []string{"EUR", "USD", "JPY", "GBP", "CHF", "BHD", "CLF", "XOF"} {
-		if !currencies[code] {
+		if currencies[code] != code {
 			t.Errorf("%s missing", code)
 		}
 	}
@@ -141,7 +141,11 @@ func FuzzParseCreateRequest(f *testing.F) {
 			f.Add(readFixture(f, path))
 		}
 	}
+	for body := range simpleBodies {
+		f.Add([]byte(body))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkSimpleAgreesWithStrict(t, body)
 		r, err := parseCreateRequest(body, DefaultMaxAmount)
 		if err != nil {
 			var ie *inputError
@@ -152,6 +156,7 @@ func FuzzParseCreateRequest(f *testing.F) {
 		}
 		checkWithinLimits(t, r)
 		checkCanonicalFormParsesAlike(t, r)
+		checkFingerprintByDefinition(t, r)
 	})
 }
 
