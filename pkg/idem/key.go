@@ -72,6 +72,11 @@ func (k Key) redisKey(prefix string) string {
 // ("a b", "c") and ("a", "b c") never collide. Use it to scope a caller's key to a principal.
 func JoinID(parts ...string) string {
 	var b strings.Builder
+	n := len(parts)
+	for _, p := range parts {
+		n += len(p) + 4 // the length's digits, for any part under 10,000 bytes, and its colon
+	}
+	b.Grow(n)
 	for i, p := range parts {
 		if i > 0 {
 			b.WriteByte(' ')

@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"strings"
 
 	"github.com/idemlambda/idem/internal/apigw"
@@ -89,6 +90,7 @@ type Middleware struct {
 	guard       *idem.Guard
 	scope       string
 	header      string
+	headerKey   string // header in canonical form, as http.Header holds it
 	methods     map[string]bool
 	caller      func(context.Context, *Request) (string, bool)
 	fingerprint func(context.Context, *Request) (idem.Fingerprint, error)
@@ -170,6 +172,7 @@ func New(guard *idem.Guard, scope string, opts ...Option) (*Middleware, error) {
 	if m.header == "" || m.maxBody <= 0 || m.fingerprint == nil || m.store == nil {
 		return nil, errors.New("idemhttp: empty header name, non-positive body limit, or nil function")
 	}
+	m.headerKey = textproto.CanonicalMIMEHeaderKey(m.header)
 	return m, nil
 }
 
@@ -228,7 +231,11 @@ func (m *Middleware) admit(ctx context.Context, r *Request) (key idem.Key, fp id
 	if len(r.Body) > m.maxBody {
 		return key, fp, errorResponse(413, refusal.CodeBodyTooLarge, fmt.Sprintf("body: larger than %d bytes", m.maxBody)), false
 	}
-	id, err := ParseKey(r.Header.Get(m.header))
+	var value string
+	if vs := r.Header[m.headerKey]; len(vs) > 0 { // r.Header.Get(m.header), canonicalized once
+		value = vs[0]
+	}
+	id, err := ParseKey(value)
 	switch {
 	case errors.Is(err, ErrMissingKey):
 		return key, fp, errorResponse(400, refusal.CodeMissingKey, "the "+m.header+" header is required"), false
