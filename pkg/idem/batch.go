@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -368,30 +367,8 @@ func (g *Guard) finishCalls(ctx context.Context, b []batchItem, calls [][]int, p
 // NotStored, as Do's would be (a release is not waited for: a claim a failover brings back
 // expires at its TTL). Unlike Do, a batch does not send an unacknowledged completion again.
 func (g *Guard) finishReplicated(ctx context.Context, b []batchItem, finish []int, per int) int {
-	groups := map[*redis.Client][]int{} // nil: the one server of a *redis.Client
-	cc, cluster := g.client.(*redis.ClusterClient)
-	for _, i := range finish {
-		var node *redis.Client
-		if cluster {
-			var err error
-			if node, err = cc.MasterForKey(ctx, b[i].rk); err != nil {
-				b[i].ferr = err
-				continue
-			}
-		}
-		groups[node] = append(groups[node], i)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		trips int
-	)
-	for node, group := range groups {
-		wg.Go(func() {
-			newPipe := g.client.Pipeline
-			if node != nil {
-				newPipe = node.Pipeline
-			}
+	return g.onPrimaries(ctx, b, finish, func(i int, err error) { b[i].ferr = err },
+		func(newPipe func() redis.Pipeliner, group []int) int {
 			calls := slices.Collect(slices.Chunk(group, per))
 			cmds, waits, n := g.finishCalls(ctx, b, calls, per, newPipe, true)
 			settleFinish(b, calls, cmds)
@@ -402,13 +379,8 @@ func (g *Guard) finishReplicated(ctx context.Context, b []batchItem, finish []in
 					}
 				}
 			}
-			mu.Lock()
-			trips = max(trips, n)
-			mu.Unlock()
+			return n
 		})
-	}
-	wg.Wait()
-	return trips
 }
 
 // noScript returns the indexes of the commands a server answered NOSCRIPT.

@@ -265,18 +265,48 @@ func unreleased(short error, n int64, err error) error {
 // trips it took (those of the largest group: the nodes are asked at once).
 func (g *Guard) claimBatchReplicated(ctx context.Context, b []batchItem, idx []int, px any) ([]*redis.IntCmd, int) {
 	waits := make([]*redis.IntCmd, len(b))
+	cc, cluster := g.client.(*redis.ClusterClient)
+	trips := g.onPrimaries(ctx, b, idx, func(i int, err error) {
+		b[i].reply = redis.NewCmd(ctx, claimArgs(&b[i].call, px)...)
+		b[i].reply.SetErr(err)
+	}, func(newPipe func() redis.Pipeliner, group []int) int {
+		n := 0
+		for part := range slices.Chunk(group, pipelineKeys) {
+			pipe := newPipe()
+			for _, i := range part {
+				b[i].reply = pipe.Do(ctx, claimArgs(&b[i].call, px)...)
+			}
+			wait := g.waitCmd(ctx, pipe)
+			_, _ = pipe.Exec(ctx)
+			n++
+			for _, i := range part {
+				waits[i] = wait
+			}
+			if cluster && slices.ContainsFunc(part, func(i int) bool { return movedSlot(b[i].reply.Err()) }) {
+				cc.ReloadState(ctx)
+			}
+		}
+		return n
+	})
+	return waits, trips
+}
+
+// onPrimaries groups the items of idx by the primary that holds their key (one group on a
+// client of one server; lost, with the error, the items whose primary a cluster client cannot
+// tell), and runs send for each group, the groups in parallel, with a function that makes a
+// pipeline to the group's primary (WAIT counts the replicas of the node it runs on). It returns
+// the round trips of the slowest group, as send counts them: the nodes are asked at once.
+func (g *Guard) onPrimaries(ctx context.Context, b []batchItem, idx []int, lost func(i int, err error), send func(newPipe func() redis.Pipeliner, group []int) int) int {
 	groups := map[*redis.Client][]int{} // nil: the one server of a *redis.Client
 	cc, cluster := g.client.(*redis.ClusterClient)
 	for _, i := range idx {
-		if !cluster {
-			groups[nil] = append(groups[nil], i)
-			continue
-		}
-		node, err := cc.MasterForKey(ctx, b[i].rk)
-		if err != nil {
-			b[i].reply = redis.NewCmd(ctx, claimArgs(&b[i].call, px)...)
-			b[i].reply.SetErr(err)
-			continue
+		var node *redis.Client
+		if cluster {
+			var err error
+			if node, err = cc.MasterForKey(ctx, b[i].rk); err != nil {
+				lost(i, err)
+				continue
+			}
 		}
 		groups[node] = append(groups[node], i)
 	}
@@ -287,32 +317,18 @@ func (g *Guard) claimBatchReplicated(ctx context.Context, b []batchItem, idx []i
 	)
 	for node, group := range groups {
 		wg.Go(func() {
-			n := 0
-			for part := range slices.Chunk(group, pipelineKeys) {
-				pipe := g.client.Pipeline()
-				if node != nil {
-					pipe = node.Pipeline()
-				}
-				for _, i := range part {
-					b[i].reply = pipe.Do(ctx, claimArgs(&b[i].call, px)...)
-				}
-				wait := g.waitCmd(ctx, pipe)
-				_, _ = pipe.Exec(ctx)
-				n++
-				for _, i := range part {
-					waits[i] = wait
-				}
-				if cluster && slices.ContainsFunc(part, func(i int) bool { return movedSlot(b[i].reply.Err()) }) {
-					cc.ReloadState(ctx)
-				}
+			newPipe := g.client.Pipeline
+			if node != nil {
+				newPipe = node.Pipeline
 			}
+			n := send(newPipe, group)
 			mu.Lock()
 			trips = max(trips, n)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return waits, trips
+	return trips
 }
 
 // replicatedBatch keeps of claimed the items whose claims enough replicas acknowledged. The
