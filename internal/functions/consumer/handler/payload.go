@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/idemlambda/idem/internal/jsonstr"
 	"github.com/idemlambda/idem/internal/sink"
 	"github.com/idemlambda/idem/pkg/idem"
 )
@@ -40,9 +40,9 @@ func fingerprintOf(provider, id string, payload json.RawMessage) (idem.Fingerpri
 	buf := docPool.Get().(*[]byte)
 	defer docPool.Put(buf)
 	doc := append((*buf)[:0], `{"provider":`...)
-	doc = appendJSONString(doc, provider)
+	doc = jsonstr.Append(doc, provider)
 	doc = append(doc, `,"id":`...)
-	doc = appendJSONString(doc, id)
+	doc = jsonstr.Append(doc, id)
 	if payload != nil {
 		doc = append(doc, `,"payload":`...)
 		doc = append(doc, payload...)
@@ -54,27 +54,4 @@ func fingerprintOf(provider, id string, payload json.RawMessage) (idem.Fingerpri
 		return idem.Fingerprint{}, fmt.Errorf("consumer: fingerprint %s event %s: %w", provider, id, err)
 	}
 	return fp, nil
-}
-
-// appendJSONString appends s as a JSON string: between quotes as it stands when it needs no
-// escape, as json.Marshal writes it otherwise.
-func appendJSONString(dst []byte, s string) []byte {
-	if plainJSON(s) {
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
-	b, _ := json.Marshal(s) // a string always encodes
-	return append(dst, b...)
-}
-
-// plainJSON reports whether s, between quotes, is a JSON string that decodes to s: valid UTF-8
-// with no quote, backslash or control character.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < 0x20 || b == '"' || b == '\\' {
-			return false
-		}
-	}
-	return utf8.ValidString(s)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemlambda/idem/internal/apigw"
+	"github.com/idemlambda/idem/internal/jsonstr"
 	"github.com/idemlambda/idem/internal/ledger"
 	"github.com/idemlambda/idem/internal/obs"
 	"github.com/idemlambda/idem/internal/refusal"
@@ -203,7 +204,7 @@ func paymentJSON(p ledger.Payment) (string, error) {
 // would need an escape or the time has no RFC 3339 form (json.Marshal then writes, or refuses,
 // it).
 func appendPaymentJSON(b []byte, p ledger.Payment) ([]byte, bool) {
-	if !plainASCII(p.ID) || !plainASCII(p.Currency) || !plainASCII(p.Status) {
+	if !jsonstr.Plain(p.ID) || !jsonstr.Plain(p.Currency) || !jsonstr.Plain(p.Status) {
 		return b, false
 	}
 	b = append(b, `{"id":"`...)
@@ -220,19 +221,6 @@ func appendPaymentJSON(b []byte, p ledger.Payment) ([]byte, bool) {
 		return b, false
 	}
 	return append(b, `"}`...), true
-}
-
-// plainASCII reports whether json.Marshal writes s as it stands between its quotes, without
-// looking past ASCII: printable characters other than the quote, the backslash and the HTML
-// ones it escapes (<, >, &).
-func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
 }
 
 // record is the log line of the request: what the core reported, or the refusal before it.

@@ -55,7 +55,6 @@ package handler
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,7 +64,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -74,6 +72,7 @@ import (
 
 	"github.com/idemlambda/idem/internal/apigw"
 	"github.com/idemlambda/idem/internal/config"
+	"github.com/idemlambda/idem/internal/jsonstr"
 	"github.com/idemlambda/idem/internal/obs"
 	"github.com/idemlambda/idem/internal/redisconn"
 	"github.com/idemlambda/idem/internal/redisguard"
@@ -376,29 +375,14 @@ func (r receipt) appendJSON(b []byte) []byte {
 	b = append(b, `{"received":`...)
 	b = strconv.AppendBool(b, r.Received)
 	b = append(b, `,"id":`...)
-	b = appendJSONString(b, r.ID)
+	b = jsonstr.Append(b, r.ID)
 	if r.DeliveryID != "" {
 		b = append(b, `,"delivery_id":`...)
-		b = appendJSONString(b, r.DeliveryID)
+		b = jsonstr.Append(b, r.DeliveryID)
 	}
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, r.Type)
+	b = jsonstr.Append(b, r.Type)
 	return append(b, '}')
-}
-
-// appendJSONString appends s as json.Marshal encodes a string: as it is between quotes when
-// every byte is printable ASCII that encoding/json leaves alone (not a quote, a backslash, or
-// one of the HTML characters it escapes), else through json.Marshal itself.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // respond maps the guard's outcome to the response and the log line's outcome.
