@@ -154,6 +154,9 @@ type call struct {
 	now          time.Time
 	lockTTL      time.Duration
 	workDeadline time.Time
+	// sendsEnd is when a completion sent again (WithMinReplicas) must have its answer: the
+	// claim's expiry or the invocation's deadline, whichever comes first, less resendMargin.
+	sendsEnd time.Time
 	// claim is our in-progress record; result the completed record, once the work succeeded.
 	claim, result []byte
 	tok           token
@@ -201,8 +204,10 @@ func (c *call) deadlines(ctx context.Context, o options) {
 	}
 	c.lockTTL = max(c.lockTTL, time.Millisecond)
 	c.workDeadline = c.now.Add(c.lockTTL - safetyMargin)
+	c.sendsEnd = c.now.Add(c.lockTTL - resendMargin)
 	if hasDeadline {
 		c.workDeadline = minTime(c.workDeadline, invocation.Add(-safetyMargin))
+		c.sendsEnd = minTime(c.sendsEnd, invocation.Add(-resendMargin))
 	}
 	c.claim = encodeInProgress(c.tok, c.fp, c.now.Add(c.lockTTL))
 }
@@ -239,6 +244,7 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 		// Our claim, taken by an earlier call whose reply was lost: it expires when it says.
 		c.fence = rec.fence
 		c.workDeadline = minTime(c.workDeadline, rec.expiresAt.Add(-safetyMargin))
+		c.sendsEnd = minTime(c.sendsEnd, rec.expiresAt.Add(-resendMargin))
 		return out, true, nil
 	}
 	out, err = g.observe(out, c, rec)

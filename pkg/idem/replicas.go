@@ -29,7 +29,8 @@ var ErrReplicasNotAcknowledged = errors.New("idem: replicas did not acknowledge 
 // It protects the claim; the completion it can only report on. Do and DoBatch pipeline one more
 // WAIT after the completion, in the completion's round trip. When fewer replicas acknowledge the
 // result in time, Do sends the completion again with its WAIT, up to completionResends (2) more
-// times while the next WAIT would end before the work's deadline: a slow replica acknowledges a
+// times while the next WAIT would end before the claim expires and before the caller's deadline
+// (less resendMargin, 100ms, for the answer): a slow replica acknowledges a
 // later one, and after a failover the completion reaches the new primary, which holds the claim,
 // and stores the result there. When none is acknowledged (DoBatch does not send again) the
 // outcome is NotStored (the observer hears of it) rather than Executed: the work ran and its
@@ -96,12 +97,19 @@ type processor interface {
 }
 
 // completionResends is how many more times Do sends a completion that too few replicas
-// acknowledged, each with its WAIT, while the claim still protects it (the next WAIT would end
-// before the work's deadline). A replica that was only slow acknowledges the next one; after a
-// failover that moved the endpoint the completion reaches the new primary, which holds the
-// claim (its WAIT made sure of it), and stores the result there, where the next delivery finds
-// it. docs/reliability.md measures what it closes.
+// acknowledged, each with its WAIT, while the claim still protects it and the invocation is not
+// over: the next WAIT must end resendMargin before the claim's expiry and before the caller's
+// deadline (a Lambda invocation's end), whichever comes first. The work's own deadline does not
+// bound them: the work is over, and the complete script, which compares the owner token, stores
+// nothing once another owner holds the key. A replica that was only slow acknowledges the next
+// one; after a failover that moved the endpoint the completion reaches the new primary, which
+// holds the claim (its WAIT made sure of it), and stores the result there, where the next
+// delivery finds it. docs/reliability.md measures what it closes.
 const completionResends = 2
+
+// resendMargin is what a completion sent again leaves of the invocation, for its reply to be
+// read and the caller's answer written.
+const resendMargin = 100 * time.Millisecond
 
 // complete stores c's result (or its not-replayable marker) with the complete script and returns
 // the script's reply, the round trips it took and its error. With WithMinReplicas the script
@@ -116,7 +124,7 @@ func (g *Guard) complete(ctx context.Context, c *call) (n int64, trips int, unac
 	}
 	n, trips, unacked, err = g.completeWaited(ctx, keys, args)
 	for range completionResends {
-		if unacked == nil || err != nil || !storedByUs(n) || !g.opts.now().Add(g.opts.replicaTimeout).Before(c.workDeadline) {
+		if unacked == nil || err != nil || !storedByUs(n) || !g.opts.now().Add(g.opts.replicaTimeout).Before(c.sendsEnd) {
 			break
 		}
 		m, more, again, rerr := g.completeWaited(ctx, keys, args)

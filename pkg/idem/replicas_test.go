@@ -176,6 +176,38 @@ func TestMinReplicasSlowCompletionIsSentAgainUntilAcknowledged(t *testing.T) {
 	}
 }
 
+// The work's deadline does not bound the completion's second send; the invocation's does. Work
+// that ends just before its deadline (the invocation's less 500ms) has its completion's WAIT run
+// out past it; the completion is still sent again, since that WAIT ends within the invocation,
+// and the replica acknowledges it: Executed in 3 round trips.
+func TestMinReplicasCompletionIsSentAgainPastTheWorksDeadline(t *testing.T) {
+	r := testsupport.StartReplicated(t)
+	c, _ := countingClient(t, r.Primary.Addr())
+	hook := &resumeOnShortfall{link: r.Link}
+	c.AddHook(hook)
+	g, err := New(c, WithPrefix(testsupport.UniquePrefix(t)), WithMinReplicas(1, 150*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmUp(g, Fingerprint{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	out, err := g.Do(ctx, Key{Scope: "s", ID: "result-late"}, Fingerprint{}, func(ctx context.Context) (Result, error) {
+		deadline, _ := ctx.Deadline()
+		r.Link.Blackhole()
+		time.Sleep(time.Until(deadline.Add(-50 * time.Millisecond)))
+		return Result{Status: 200, Body: []byte("paid")}, nil
+	})
+	r.Link.Resume()
+	if !hook.resumed.Load() {
+		t.Fatal("no WAIT ran out: the test did not slow the replica")
+	}
+	if out.Kind != Executed || err != nil || out.RoundTrips != 3 {
+		t.Fatalf("Do: %v in %d round trips (%v); want executed in 3 (the completion sent twice, past the work's deadline)",
+			out.Kind, out.RoundTrips, err)
+	}
+}
+
 // DoBatch waits for its completions too, one WAIT per pipeline: a result the replica did not
 // acknowledge is NotStored (the batch does not send it again), the observer hears of it, and the
 // next batch replays it from the primary.
