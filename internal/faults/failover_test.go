@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 type run struct {
 	event      string
 	env        int
+	attempt    int64 // the delivery attempt that ran it (webhookfleet.AttemptID)
 	start, end time.Time
 }
 
@@ -41,7 +43,7 @@ func (s runSink) Send(ctx context.Context, e sink.Event) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	*s.runs = append(*s.runs, run{event: e.ID, env: s.env, start: start, end: time.Now()})
+	*s.runs = append(*s.runs, run{event: e.ID, env: s.env, attempt: webhookfleet.AttemptID(ctx), start: start, end: time.Now()})
 	return nil
 }
 
@@ -63,7 +65,9 @@ type failoverResult struct {
 	// second run; endedInLag: works that ended within the replica's lag before the promotion,
 	// whose completions the replica cannot have had by then.
 	unacked, disclosed, endedInLag int
-	tally                          map[string]int
+	// late: the lost results' events the observer had not heard of before their second run.
+	late  []string
+	tally map[string]int
 	// gaps: for each double, how long after the first run the second started.
 	gaps []time.Duration
 }
@@ -94,13 +98,17 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 		// its result may be lost); unacked: how many reports matched ErrReplicasNotAcknowledged.
 		reported = map[string]time.Time{}
 		unacked  int
+		// observed: every observation per event, for the account of a late report.
+		observed = map[string][]observation{}
 	)
 	observe := idem.WithObserver(func(o idem.Observation) {
 		mu.Lock()
 		defer mu.Unlock()
+		now := time.Now()
 		if _, ok := reported[o.Key.ID]; !ok {
-			reported[o.Key.ID] = time.Now()
+			reported[o.Key.ID] = now
 		}
+		observed[o.Key.ID] = append(observed[o.Key.ID], observation{at: now, kind: o.Outcome.Kind, err: o.Err})
 		if errors.Is(o.Err, idem.ErrReplicasNotAcknowledged) {
 			unacked++
 		}
@@ -150,6 +158,9 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 		}
 	}
 	res.countDoubles(runs, lockTTL, failedOver, reported)
+	if vars["IDEM_MIN_REPLICAS"] != "" { // without it nothing is reported: NotStored needs the WAIT
+		res.explainLateReports(t, runs, as, observed, failedOver)
+	}
 	t.Logf("%d events, %s: %d ran twice (%d at the same time); %d after a lost claim, %d after a lost result (second run %v after the failover, %d of them reported before the second run); %d works ended within the replica's lag before the promotion, %d results reported unacknowledged by the replica; second run after the first: %v; %d never ran within 5s of retries; answers: %s",
 		events, describe(vars, lag, stale), res.doubles, res.concurrent, res.lostClaims, res.lostResults, res.resultWaits, res.disclosed, res.endedInLag, res.unacked, res.gaps, res.neverRan, webhookfleet.FormatCounts(res.tally))
 	return res
@@ -216,8 +227,45 @@ func (res *failoverResult) countDoubles(runs []run, lockTTL time.Duration, faile
 			res.resultWaits = append(res.resultWaits, rs[1].start.Sub(failedOver))
 			if at, ok := reported[rs[0].event]; ok && at.Before(rs[1].start) {
 				res.disclosed++
+			} else {
+				res.late = append(res.late, rs[0].event)
 			}
 		}
+	}
+}
+
+// observation is one report of the guard's observer, as the failover test records it.
+type observation struct {
+	at   time.Time
+	kind idem.Kind
+	err  error
+}
+
+// explainLateReports logs, for every event run twice after a lost result that the observer had
+// not heard of before its second run, the attempts that ran it and every observation of it,
+// timed from the failover: what a late or missing report came from.
+func (res *failoverResult) explainLateReports(t *testing.T, runs []run, as []webhookfleet.Attempt, observed map[string][]observation, failedOver time.Time) {
+	t.Helper()
+	byID := map[int64]webhookfleet.Attempt{}
+	for _, a := range as {
+		byID[a.ID] = a
+	}
+	since := func(at time.Time) time.Duration { return at.Sub(failedOver).Round(time.Millisecond) }
+	for _, ev := range res.late {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s, reported late or never (times from the failover):", ev)
+		for _, x := range runs {
+			if x.event != ev {
+				continue
+			}
+			a := byID[x.attempt]
+			fmt.Fprintf(&b, " run on env %d %v..%v by attempt %d (try %d, %v..%v, %s);", x.env, since(x.start), since(x.end),
+				x.attempt, a.Try, since(a.Start), since(a.End), a.Outcome())
+		}
+		for _, o := range observed[ev] {
+			fmt.Fprintf(&b, " observed %s at %v: %v;", o.kind, since(o.at), o.err)
+		}
+		t.Log(b.String())
 	}
 }
 

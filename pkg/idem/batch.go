@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -208,7 +209,9 @@ func (g *Guard) finishBatch(ctx context.Context, b []batchItem, claimed []int, o
 	if len(finish) == 0 {
 		return 0
 	}
-	trips := g.finish(storeContext(ctx), b, finish)
+	sctx, cancel := g.storeContext(ctx, earliestClaimEnd(b, finish))
+	defer cancel()
+	trips := g.finish(sctx, b, finish)
 	for _, i := range finish {
 		c := &b[i]
 		if c.werr != nil {
@@ -365,22 +368,67 @@ func (g *Guard) finishCalls(ctx context.Context, b []batchItem, calls [][]int, p
 // grouped by node (the nodes asked in parallel), each pipeline ending with one WAIT, and an item
 // whose result too few replicas acknowledged has the shortfall in its unacked: its outcome is
 // NotStored, as Do's would be (a release is not waited for: a claim a failover brings back
-// expires at its TTL). Unlike Do, a batch does not send an unacknowledged completion again.
+// expires at its TTL). As Do does, the completions of a group that too few replicas acknowledged
+// are sent again with their WAIT, up to completionResends more times, while the next WAIT would
+// end before the earliest sendsEnd of the items sent (see completionResends).
 func (g *Guard) finishReplicated(ctx context.Context, b []batchItem, finish []int, per int) int {
 	return g.onPrimaries(ctx, b, finish, func(i int, err error) { b[i].ferr = err },
 		func(newPipe func() redis.Pipeliner, group []int) int {
 			calls := slices.Collect(slices.Chunk(group, per))
 			cmds, waits, n := g.finishCalls(ctx, b, calls, per, newPipe, true)
 			settleFinish(b, calls, cmds)
+			var again []int // stored by us, too few replicas acknowledged
 			for j, part := range calls {
 				for _, i := range part {
-					if b[i].werr == nil {
-						b[i].unacked = g.resultShortfall(waits[j])
+					if c := &b[i]; c.werr == nil {
+						c.unacked = g.resultShortfall(waits[j])
+						if c.unacked != nil && c.ferr == nil && storedByUs(c.n) {
+							again = append(again, i)
+						}
+					}
+				}
+			}
+			for range completionResends {
+				if len(again) == 0 || !g.opts.now().Add(g.opts.replicaTimeout).Before(earliestSendsEnd(b, again)) {
+					break
+				}
+				calls := slices.Collect(slices.Chunk(again, per))
+				cmds, waits, more := g.finishCalls(ctx, b, calls, per, newPipe, true)
+				n += more
+				again = again[:0]
+				for j, part := range calls {
+					ns, err := finishReplies(cmds[j], len(part))
+					for k, i := range part {
+						if err != nil || !storedByUs(ns[k]) {
+							continue // the result was stored once: what the primary first answered stands
+						}
+						if b[i].unacked = g.resultShortfall(waits[j]); b[i].unacked != nil {
+							again = append(again, i)
+						}
 					}
 				}
 			}
 			return n
 		})
+}
+
+// earliestSendsEnd returns the earliest sendsEnd of the items of idx.
+func earliestSendsEnd(b []batchItem, idx []int) time.Time {
+	end := b[idx[0]].sendsEnd
+	for _, i := range idx[1:] {
+		end = minTime(end, b[i].sendsEnd)
+	}
+	return end
+}
+
+// earliestClaimEnd returns the earliest claimEnds of the items of idx: the deadline of a store
+// call that covers them all.
+func earliestClaimEnd(b []batchItem, idx []int) time.Time {
+	end := b[idx[0]].claimEnds
+	for _, i := range idx[1:] {
+		end = minTime(end, b[i].claimEnds)
+	}
+	return end
 }
 
 // noScript returns the indexes of the commands a server answered NOSCRIPT.
@@ -398,10 +446,7 @@ func noScript(cmds []*redis.Cmd) []int {
 // call for its key: calls[j] holds the items of cmds[j].
 func settleFinish(b []batchItem, calls [][]int, cmds []*redis.Cmd) {
 	for j, part := range calls {
-		ns, err := cmds[j].Int64Slice()
-		if err == nil && len(ns) != len(part) {
-			err = fmt.Errorf("idem: finish script: %d replies for %d keys", len(ns), len(part))
-		}
+		ns, err := finishReplies(cmds[j], len(part))
 		for k, i := range part {
 			if err != nil {
 				b[i].ferr = err
@@ -410,6 +455,15 @@ func settleFinish(b []batchItem, calls [][]int, cmds []*redis.Cmd) {
 			}
 		}
 	}
+}
+
+// finishReplies returns the per-key replies of one call of the finish script for keys keys.
+func finishReplies(cmd *redis.Cmd, keys int) ([]int64, error) {
+	ns, err := cmd.Int64Slice()
+	if err == nil && len(ns) != keys {
+		err = fmt.Errorf("idem: finish script: %d replies for %d keys", len(ns), keys)
+	}
+	return ns, err
 }
 
 // finishArgs returns the keys and arguments of one call of the finish script for the items of

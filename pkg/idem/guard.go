@@ -135,7 +135,8 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 	}
 
 	res, werr := g.run(ctx, c, work)
-	sctx := storeContext(ctx)
+	sctx, cancel := g.storeContext(ctx, c.claimEnds)
+	defer cancel()
 	if werr != nil {
 		n, trips, rerr := g.scripts.run(sctx, releaseScript, []string{c.rk}, c.owner())
 		out.RoundTrips += trips
@@ -154,8 +155,11 @@ type call struct {
 	now          time.Time
 	lockTTL      time.Duration
 	workDeadline time.Time
+	// claimEnds is the earliest the claim can expire: c.now + lockTTL, or what the record of
+	// our own claim taken by an earlier call says.
+	claimEnds time.Time
 	// sendsEnd is when a completion sent again (WithMinReplicas) must have its answer: the
-	// claim's expiry or the invocation's deadline, whichever comes first, less resendMargin.
+	// claim's expiry or the invocation's deadline, whichever comes first, less answerMargin.
 	sendsEnd time.Time
 	// claim is our in-progress record; result the completed record, once the work succeeded.
 	claim, result []byte
@@ -203,13 +207,14 @@ func (c *call) deadlines(ctx context.Context, o options) {
 		}
 	}
 	c.lockTTL = max(c.lockTTL, time.Millisecond)
-	c.workDeadline = c.now.Add(c.lockTTL - safetyMargin)
-	c.sendsEnd = c.now.Add(c.lockTTL - resendMargin)
+	c.claimEnds = c.now.Add(c.lockTTL)
+	c.workDeadline = c.claimEnds.Add(-safetyMargin)
+	c.sendsEnd = c.claimEnds.Add(-answerMargin)
 	if hasDeadline {
 		c.workDeadline = minTime(c.workDeadline, invocation.Add(-safetyMargin))
-		c.sendsEnd = minTime(c.sendsEnd, invocation.Add(-resendMargin))
+		c.sendsEnd = minTime(c.sendsEnd, invocation.Add(-answerMargin))
 	}
-	c.claim = encodeInProgress(c.tok, c.fp, c.now.Add(c.lockTTL))
+	c.claim = encodeInProgress(c.tok, c.fp, c.claimEnds)
 }
 
 // claimArgs is the claim: one SET NX PX GET that stores our in-progress record if the key is
@@ -243,8 +248,9 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 	if !rec.completed && rec.token == c.tok {
 		// Our claim, taken by an earlier call whose reply was lost: it expires when it says.
 		c.fence = rec.fence
+		c.claimEnds = minTime(c.claimEnds, rec.expiresAt)
 		c.workDeadline = minTime(c.workDeadline, rec.expiresAt.Add(-safetyMargin))
-		c.sendsEnd = minTime(c.sendsEnd, rec.expiresAt.Add(-resendMargin))
+		c.sendsEnd = minTime(c.sendsEnd, rec.expiresAt.Add(-answerMargin))
 		return out, true, nil
 	}
 	out, err = g.observe(out, c, rec)
@@ -349,13 +355,23 @@ func (g *Guard) completed(c *call, out Outcome, res Result, n int64, err error) 
 	}
 }
 
-// storeContext is the context of the final complete or release call: it must run even when the
-// caller's context is cancelled or its work deadline passed (the claim would otherwise linger
-// until its TTL). It carries no deadline of its own: the client's dial and read timeouts bound
-// the call (redisconn's are 1s and 500ms, within the safety margin Lambda leaves after the work's
-// deadline), and creating a timer per call would cost more than the call's own client overhead.
-func storeContext(ctx context.Context) context.Context {
-	return context.WithoutCancel(ctx)
+// storeContext is the context of the final complete or release call of a claim that expires at
+// claimEnds: it must run even when the caller's context is cancelled or its work deadline passed
+// (the claim would otherwise linger until its TTL), so it does not end with ctx. It ends
+// answerMargin before the claim can expire instead: the client's dial and read timeouts (1s and
+// 500ms in redisconn) and its pool's wait for a connection bound each attempt, but not a retry,
+// and an answer past the claim's expiry would come after another delivery could have claimed the
+// key and run the work, too late for the observer to be told first. A call made that late (work
+// that outran its context) has no deadline of its own: it only learns what became of the key,
+// within the client's timeouts. When Lambda runs the function, whose claims outlast the
+// invocation (lockMargin), the invocation ends first.
+func (g *Guard) storeContext(ctx context.Context, claimEnds time.Time) (context.Context, context.CancelFunc) {
+	sctx := context.WithoutCancel(ctx)
+	end := claimEnds.Add(-answerMargin)
+	if !g.opts.now().Before(end) {
+		return sctx, func() {}
+	}
+	return context.WithDeadline(sctx, end)
 }
 
 func (g *Guard) runUnguarded(ctx context.Context, work Work) (Outcome, error) {

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -57,5 +58,43 @@ func TestLostClaimIsFoundAgainByTheNextCallOfTheKey(t *testing.T) {
 				t.Fatalf("the next call in the same guard: %v, %v; want Executed under its own lost claim", out.Kind, err)
 			}
 		})
+	}
+}
+
+// A completion that the store never answers (the link to it dropped after the claim) does not
+// wait for the client's timeouts and retry: the final store call ends answerMargin before the
+// claim can expire, so Do returns, and the observer hears of the result it could not store,
+// while the claim still keeps every other delivery out. Without that deadline this client, with
+// a 3s read timeout and one retry, would take 6s. The client honours context deadlines
+// (ContextTimeoutEnabled), as redisconn's does.
+func TestStalledCompletionIsReportedBeforeTheClaimExpires(t *testing.T) {
+	srv := testsupport.StartRedis(t)
+	proxy := testsupport.StartProxy(t, srv.Addr())
+	const readTimeout = 3 * time.Second
+	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: readTimeout, MaxRetries: 1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	var reported time.Time
+	var kind Kind
+	g, err := New(c, WithLockTTL(time.Second), WithObserver(func(o Observation) { reported, kind = time.Now(), o.Outcome.Kind }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmUp(g, Fingerprint{})
+	start := time.Now()
+	out, err := g.Do(context.Background(), Key{Scope: "s", ID: "stalled-completion"}, Fingerprint{}, func(context.Context) (Result, error) {
+		proxy.Blackhole()
+		return Result{Status: 200}, nil
+	})
+	proxy.Resume()
+	if out.Kind != NotStored || !out.Ran || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Do: %v (ran %v, %v); want NotStored after the store call's deadline", out.Kind, out.Ran, err)
+	}
+	if kind != NotStored {
+		t.Fatalf("observer heard %v; want NotStored", kind)
+	}
+	if took := reported.Sub(start); took >= readTimeout {
+		t.Errorf("reported %v after the call began; want before the client's read timeout (%v): the claim's deadline bounds it", took, readTimeout)
+	} else {
+		t.Logf("reported %v after the call began, with a 1s claim", took.Round(time.Millisecond))
 	}
 }

@@ -28,11 +28,11 @@ var ErrReplicasNotAcknowledged = errors.New("idem: replicas did not acknowledge 
 //
 // It protects the claim; the completion it can only report on. Do and DoBatch pipeline one more
 // WAIT after the completion, in the completion's round trip. When fewer replicas acknowledge the
-// result in time, Do sends the completion again with its WAIT, up to completionResends (2) more
+// result in time, Do and DoBatch send the completion again with its WAIT, up to completionResends (2) more
 // times while the next WAIT would end before the claim expires and before the caller's deadline
-// (less resendMargin, 100ms, for the answer): a slow replica acknowledges a
+// (less answerMargin, 100ms, for the answer): a slow replica acknowledges a
 // later one, and after a failover the completion reaches the new primary, which holds the claim,
-// and stores the result there. When none is acknowledged (DoBatch does not send again) the
+// and stores the result there. When none is acknowledged the
 // outcome is NotStored (the observer hears of it) rather than Executed: the work ran and its
 // result is on the primary, but a failover before the replicas have it loses it, the claim a
 // replica holds keeps the key in progress until the claim's TTL, and the work then runs again on
@@ -98,7 +98,7 @@ type processor interface {
 
 // completionResends is how many more times Do sends a completion that too few replicas
 // acknowledged, each with its WAIT, while the claim still protects it and the invocation is not
-// over: the next WAIT must end resendMargin before the claim's expiry and before the caller's
+// over: the next WAIT must end answerMargin before the claim's expiry and before the caller's
 // deadline (a Lambda invocation's end), whichever comes first. The work's own deadline does not
 // bound them: the work is over, and the complete script, which compares the owner token, stores
 // nothing once another owner holds the key. A replica that was only slow acknowledges the next
@@ -107,9 +107,10 @@ type processor interface {
 // delivery finds it. docs/reliability.md measures what it closes.
 const completionResends = 2
 
-// resendMargin is what a completion sent again leaves of the invocation, for its reply to be
-// read and the caller's answer written.
-const resendMargin = 100 * time.Millisecond
+// answerMargin is what a completion sent again leaves of the claim and the invocation, and what
+// every final store call leaves of the claim (storeContext), for its reply to be read and the
+// outcome reported before another delivery can claim the key.
+const answerMargin = 100 * time.Millisecond
 
 // complete stores c's result (or its not-replayable marker) with the complete script and returns
 // the script's reply, the round trips it took and its error. With WithMinReplicas the script
@@ -233,7 +234,9 @@ func (g *Guard) replicated(ctx context.Context, c *call, out Outcome, wait *redi
 	if short == nil {
 		return out, true, nil
 	}
-	n, trips, err := g.scripts.run(storeContext(ctx), releaseScript, []string{c.rk}, c.owner())
+	sctx, cancel := g.storeContext(ctx, c.claimEnds)
+	defer cancel()
+	n, trips, err := g.scripts.run(sctx, releaseScript, []string{c.rk}, c.owner())
 	out.RoundTrips += trips
 	out.Kind = Unavailable
 	return out, false, unreleased(short, n, err)
@@ -354,7 +357,8 @@ func (g *Guard) replicatedBatch(ctx context.Context, b []batchItem, claimed []in
 	if len(short) == 0 {
 		return kept, 0
 	}
-	sctx := storeContext(ctx)
+	sctx, cancel := g.storeContext(ctx, earliestClaimEnd(b, short))
+	defer cancel()
 	trips := g.pipelined(sctx, b, short, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
 		// The source, not the SHA: this rare path cannot tell whether this node compiled it.
 		return releaseScript.Eval(sctx, p, []string{c.rk}, c.owner())

@@ -208,9 +208,9 @@ func TestMinReplicasCompletionIsSentAgainPastTheWorksDeadline(t *testing.T) {
 	}
 }
 
-// DoBatch waits for its completions too, one WAIT per pipeline: a result the replica did not
-// acknowledge is NotStored (the batch does not send it again), the observer hears of it, and the
-// next batch replays it from the primary.
+// DoBatch waits for its completions too, one WAIT per pipeline, and sends them again as Do
+// does: a result the replica acknowledged none of those times is NotStored, the observer hears
+// of it, and the next batch replays it from the primary.
 func TestMinReplicasUnacknowledgedBatchCompletionIsNotStored(t *testing.T) {
 	r := testsupport.StartReplicated(t)
 	c, _ := countingClient(t, r.Primary.Addr())
@@ -237,9 +237,11 @@ func TestMinReplicasUnacknowledgedBatchCompletionIsNotStored(t *testing.T) {
 	}
 	outs, errs := g.DoBatch(context.Background(), items, nil)
 	r.Link.Resume()
+	// The claims, the completions, and completionResends more sends of them, none acknowledged.
+	trips := 2 + completionResends
 	for i, o := range outs {
-		if o.Kind != NotStored || !o.Ran || o.RoundTrips != 2 || !errors.Is(errs[i], ErrReplicasNotAcknowledged) {
-			t.Errorf("batch item %d: %v (ran %v) in %d round trips (%v); want NotStored, replicas not acknowledged, in 2", i, o.Kind, o.Ran, o.RoundTrips, errs[i])
+		if o.Kind != NotStored || !o.Ran || o.RoundTrips != trips || !errors.Is(errs[i], ErrReplicasNotAcknowledged) {
+			t.Errorf("batch item %d: %v (ran %v) in %d round trips (%v); want NotStored, replicas not acknowledged, in %d", i, o.Kind, o.Ran, o.RoundTrips, errs[i], trips)
 		}
 	}
 	if n := observed.Load(); n != int32(len(items)) {
@@ -249,6 +251,74 @@ func TestMinReplicasUnacknowledgedBatchCompletionIsNotStored(t *testing.T) {
 	for i, o := range outs {
 		if o.Kind != Replayed || string(o.Result.Body) != "done" {
 			t.Errorf("next batch, item %d: %v %q (%v); want the result replayed", i, o.Kind, o.Result.Body, errs[i])
+		}
+	}
+	if n := ran.Load(); n != int32(len(items)) {
+		t.Errorf("the works ran %d times; want once each, %d", n, len(items))
+	}
+}
+
+// A batch's completions whose WAIT ran out (the replica slow for the length of one WAIT) are
+// sent again with their WAIT, which the replica acknowledges: every item Executed, in one more
+// round trip, the replica holding every result. An item whose work failed is released once and
+// not sent again.
+func TestMinReplicasSlowBatchCompletionIsSentAgainUntilAcknowledged(t *testing.T) {
+	r := testsupport.StartReplicated(t)
+	c, cc := countingClient(t, r.Primary.Addr())
+	hook := &resumeOnShortfall{link: r.Link}
+	c.AddHook(hook)
+	prefix := testsupport.UniquePrefix(t)
+	var observed atomic.Int32
+	g, err := New(c, WithPrefix(prefix), WithMinReplicas(1, 300*time.Millisecond),
+		WithObserver(func(Observation) { observed.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmUp(g, Fingerprint{})
+	var ran atomic.Int32
+	items := make([]Item, 4)
+	for i := range items {
+		items[i] = Item{Key: Key{Scope: "s", ID: "batch-slow-" + strconv.Itoa(i)}, Work: func(context.Context) (Result, error) {
+			ran.Add(1)
+			r.Link.Blackhole()
+			if i == 3 {
+				return Result{}, errors.New("declined")
+			}
+			return Result{Status: 200, Body: []byte("done " + strconv.Itoa(i))}, nil
+		}}
+	}
+	before := cc.RoundTrips.Load()
+	outs, errs := g.DoBatch(context.Background(), items, nil)
+	r.Link.Resume()
+	if !hook.resumed.Load() {
+		t.Fatal("no WAIT ran out: the test did not slow the replica")
+	}
+	for i, o := range outs[:3] {
+		if o.Kind != Executed || errs[i] != nil || o.RoundTrips != 3 {
+			t.Errorf("batch item %d: %v in %d round trips (%v); want executed in 3 (the completions sent twice)", i, o.Kind, o.RoundTrips, errs[i])
+		}
+	}
+	if o := outs[3]; o.Kind != Failed {
+		t.Errorf("batch item 3: %v (%v); want failed", o.Kind, errs[3])
+	}
+	if n := cc.RoundTrips.Load() - before; n != 3 {
+		t.Errorf("the client made %d round trips; want 3", n)
+	}
+	if n, err := c.Exists(context.Background(), items[3].Key.redisKey(prefix)).Result(); err != nil || n != 0 {
+		t.Errorf("the failed item's claim is still stored (%d, %v); want released", n, err)
+	}
+	if n := observed.Load(); n != 0 {
+		t.Errorf("observer heard %d outcomes; want none", n)
+	}
+	replica := redis.NewClient(&redis.Options{Addr: r.Replica.Addr()})
+	defer replica.Close()
+	for i, it := range items[:3] {
+		stored, err := replica.Get(context.Background(), it.Key.redisKey(prefix)).Bytes()
+		if err != nil {
+			t.Fatalf("the replica does not hold item %d's key: %v", i, err)
+		}
+		if rec, err := decodeRecord(stored); err != nil || !rec.completed || string(rec.result.Body) != "done "+strconv.Itoa(i) {
+			t.Errorf("the replica holds %+v for item %d (%v); want its completed result", rec, i, err)
 		}
 	}
 	if n := ran.Load(); n != int32(len(items)) {
