@@ -65,9 +65,10 @@ type failoverResult struct {
 	// second run; endedInLag: works that ended within the replica's lag before the promotion,
 	// whose completions the replica cannot have had by then.
 	unacked, disclosed, endedInLag int
-	// late: the lost results' events the observer had not heard of before their second run.
-	late  []string
-	tally map[string]int
+	// late: the lost results' events the observer had not heard of before their second run;
+	// lost: every lost result's event.
+	late, lost []string
+	tally      map[string]int
 	// gaps: for each double, how long after the first run the second started.
 	gaps []time.Duration
 }
@@ -160,6 +161,7 @@ func failover(t *testing.T, vars map[string]string, lag, stale time.Duration) fa
 	res.countDoubles(runs, lockTTL, failedOver, reported)
 	if vars["IDEM_MIN_REPLICAS"] != "" { // without it nothing is reported: NotStored needs the WAIT
 		res.explainLateReports(t, runs, as, observed, failedOver)
+		t.Logf("what the observer first heard of each lost result: %v", lostResultCauses(res.lost, observed))
 	}
 	t.Logf("%d events, %s: %d ran twice (%d at the same time); %d after a lost claim, %d after a lost result (second run %v after the failover, %d of them reported before the second run); %d works ended within the replica's lag before the promotion, %d results reported unacknowledged by the replica; second run after the first: %v; %d never ran within 5s of retries; answers: %s",
 		events, describe(vars, lag, stale), res.doubles, res.concurrent, res.lostClaims, res.lostResults, res.resultWaits, res.disclosed, res.endedInLag, res.unacked, res.gaps, res.neverRan, webhookfleet.FormatCounts(res.tally))
@@ -225,6 +227,7 @@ func (res *failoverResult) countDoubles(runs []run, lockTTL time.Duration, faile
 		} else {
 			res.lostResults++
 			res.resultWaits = append(res.resultWaits, rs[1].start.Sub(failedOver))
+			res.lost = append(res.lost, rs[0].event)
 			if at, ok := reported[rs[0].event]; ok && at.Before(rs[1].start) {
 				res.disclosed++
 			} else {
@@ -267,6 +270,27 @@ func (res *failoverResult) explainLateReports(t *testing.T, runs []run, as []web
 		}
 		t.Log(b.String())
 	}
+}
+
+// lostResultCauses counts the first observation of each event of lost by what it said: too few
+// replicas acknowledged the result, the store call's deadline passed (the store did not answer
+// before the claim could expire), the claim was lost, or another error.
+func lostResultCauses(lost []string, observed map[string][]observation) map[string]int {
+	causes := map[string]int{}
+	for _, ev := range lost {
+		os := observed[ev]
+		switch {
+		case len(os) == 0:
+			causes["not reported"]++
+		case errors.Is(os[0].err, idem.ErrReplicasNotAcknowledged):
+			causes["replicas did not acknowledge"]++
+		case errors.Is(os[0].err, context.DeadlineExceeded):
+			causes["store call's deadline"]++
+		default:
+			causes[fmt.Sprintf("%s: %v", os[0].kind, os[0].err)]++
+		}
+	}
+	return causes
 }
 
 func describe(vars map[string]string, lag, stale time.Duration) string {

@@ -92,6 +92,10 @@ func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []in
 
 	// Claim every key.
 	waits, trips := g.claimBatch(ctx, b, sent)
+	claimedAt := g.opts.now()
+	for _, i := range sent {
+		b[i].storeEnd = claimedAt.Add(b[i].lockTTL)
+	}
 	trips += admitted.RoundTrips
 	full, claimed := g.claimedBatch(b, sent, outs, errs)
 	if len(full) > 0 {
@@ -209,7 +213,7 @@ func (g *Guard) finishBatch(ctx context.Context, b []batchItem, claimed []int, o
 	if len(finish) == 0 {
 		return 0
 	}
-	sctx, cancel := g.storeContext(ctx, earliestClaimEnd(b, finish))
+	sctx, cancel := g.storeContext(ctx, earliestStoreEnd(b, finish))
 	defer cancel()
 	trips := g.finish(sctx, b, finish)
 	for _, i := range finish {
@@ -421,12 +425,12 @@ func earliestSendsEnd(b []batchItem, idx []int) time.Time {
 	return end
 }
 
-// earliestClaimEnd returns the earliest claimEnds of the items of idx: the deadline of a store
+// earliestStoreEnd returns the earliest storeEnd of the items of idx: the deadline of a store
 // call that covers them all.
-func earliestClaimEnd(b []batchItem, idx []int) time.Time {
-	end := b[idx[0]].claimEnds
+func earliestStoreEnd(b []batchItem, idx []int) time.Time {
+	end := b[idx[0]].storeEnd
 	for _, i := range idx[1:] {
-		end = minTime(end, b[i].claimEnds)
+		end = minTime(end, b[i].storeEnd)
 	}
 	return end
 }

@@ -119,6 +119,7 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 	} else {
 		stored, wait, cerr = g.sendClaim(ctx, c)
 	}
+	c.storeEnd = g.opts.now().Add(c.lockTTL)
 	if isOOM(cerr) {
 		out.RoundTrips++
 		stored, cerr = g.client.Do(ctx, "get", c.rk).Text()
@@ -135,7 +136,7 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 	}
 
 	res, werr := g.run(ctx, c, work)
-	sctx, cancel := g.storeContext(ctx, c.claimEnds)
+	sctx, cancel := g.storeContext(ctx, c.storeEnd)
 	defer cancel()
 	if werr != nil {
 		n, trips, rerr := g.scripts.run(sctx, releaseScript, []string{c.rk}, c.owner())
@@ -155,9 +156,9 @@ type call struct {
 	now          time.Time
 	lockTTL      time.Duration
 	workDeadline time.Time
-	// claimEnds is the earliest the claim can expire: c.now + lockTTL, or what the record of
-	// our own claim taken by an earlier call says.
-	claimEnds time.Time
+	// storeEnd is when the claim has expired at the latest: lockTTL after the claim's reply came
+	// (the SET that set its TTL ran before). The final store call ends then (storeContext).
+	storeEnd time.Time
 	// sendsEnd is when a completion sent again (WithMinReplicas) must have its answer: the
 	// claim's expiry or the invocation's deadline, whichever comes first, less answerMargin.
 	sendsEnd time.Time
@@ -207,14 +208,13 @@ func (c *call) deadlines(ctx context.Context, o options) {
 		}
 	}
 	c.lockTTL = max(c.lockTTL, time.Millisecond)
-	c.claimEnds = c.now.Add(c.lockTTL)
-	c.workDeadline = c.claimEnds.Add(-safetyMargin)
-	c.sendsEnd = c.claimEnds.Add(-answerMargin)
+	c.workDeadline = c.now.Add(c.lockTTL - safetyMargin)
+	c.sendsEnd = c.now.Add(c.lockTTL - answerMargin)
 	if hasDeadline {
 		c.workDeadline = minTime(c.workDeadline, invocation.Add(-safetyMargin))
 		c.sendsEnd = minTime(c.sendsEnd, invocation.Add(-answerMargin))
 	}
-	c.claim = encodeInProgress(c.tok, c.fp, c.claimEnds)
+	c.claim = encodeInProgress(c.tok, c.fp, c.now.Add(c.lockTTL))
 }
 
 // claimArgs is the claim: one SET NX PX GET that stores our in-progress record if the key is
@@ -248,7 +248,6 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 	if !rec.completed && rec.token == c.tok {
 		// Our claim, taken by an earlier call whose reply was lost: it expires when it says.
 		c.fence = rec.fence
-		c.claimEnds = minTime(c.claimEnds, rec.expiresAt)
 		c.workDeadline = minTime(c.workDeadline, rec.expiresAt.Add(-safetyMargin))
 		c.sendsEnd = minTime(c.sendsEnd, rec.expiresAt.Add(-answerMargin))
 		return out, true, nil
@@ -355,23 +354,24 @@ func (g *Guard) completed(c *call, out Outcome, res Result, n int64, err error) 
 	}
 }
 
-// storeContext is the context of the final complete or release call of a claim that expires at
-// claimEnds: it must run even when the caller's context is cancelled or its work deadline passed
-// (the claim would otherwise linger until its TTL), so it does not end with ctx. It ends
-// answerMargin before the claim can expire instead: the client's dial and read timeouts (1s and
-// 500ms in redisconn) and its pool's wait for a connection bound each attempt, but not a retry,
-// and an answer past the claim's expiry would come after another delivery could have claimed the
-// key and run the work, too late for the observer to be told first. A call made that late (work
-// that outran its context) has no deadline of its own: it only learns what became of the key,
-// within the client's timeouts. When Lambda runs the function, whose claims outlast the
-// invocation (lockMargin), the invocation ends first.
-func (g *Guard) storeContext(ctx context.Context, claimEnds time.Time) (context.Context, context.CancelFunc) {
+// storeContext is the context of the final complete or release call of a claim that has expired
+// by storeEnd at the latest: it must run even when the caller's context is cancelled or its work
+// deadline passed (the claim would otherwise linger until its TTL), so it does not end with ctx.
+// It ends at storeEnd instead. The client's dial and read timeouts (1s and 500ms in redisconn)
+// and its pool's wait for a connection bound each attempt, but not a retry, and an answer later
+// than storeEnd comes after another delivery could have claimed the key and run the work, too
+// late for the observer to be told first; what the call could still store by then, the claim
+// being gone, is nothing. (storeEnd is counted from the claim's reply, so a claim that was slow
+// to be sent, or to be answered, leaves the call all the time its TTL gives.) A call made past
+// storeEnd (work that outran its context) has no deadline of its own: it only learns what became
+// of the key, within the client's timeouts. When Lambda runs the function, whose claims outlast
+// the invocation (lockMargin), the invocation ends first.
+func (g *Guard) storeContext(ctx context.Context, storeEnd time.Time) (context.Context, context.CancelFunc) {
 	sctx := context.WithoutCancel(ctx)
-	end := claimEnds.Add(-answerMargin)
-	if !g.opts.now().Before(end) {
+	if !g.opts.now().Before(storeEnd) {
 		return sctx, func() {}
 	}
-	return context.WithDeadline(sctx, end)
+	return context.WithDeadline(sctx, storeEnd)
 }
 
 func (g *Guard) runUnguarded(ctx context.Context, work Work) (Outcome, error) {

@@ -107,9 +107,8 @@ type processor interface {
 // delivery finds it. docs/reliability.md measures what it closes.
 const completionResends = 2
 
-// answerMargin is what a completion sent again leaves of the claim and the invocation, and what
-// every final store call leaves of the claim (storeContext), for its reply to be read and the
-// outcome reported before another delivery can claim the key.
+// answerMargin is what a completion sent again leaves of the claim and the invocation, for its
+// reply to be read and the caller's answer written.
 const answerMargin = 100 * time.Millisecond
 
 // complete stores c's result (or its not-replayable marker) with the complete script and returns
@@ -234,7 +233,7 @@ func (g *Guard) replicated(ctx context.Context, c *call, out Outcome, wait *redi
 	if short == nil {
 		return out, true, nil
 	}
-	sctx, cancel := g.storeContext(ctx, c.claimEnds)
+	sctx, cancel := g.storeContext(ctx, c.storeEnd)
 	defer cancel()
 	n, trips, err := g.scripts.run(sctx, releaseScript, []string{c.rk}, c.owner())
 	out.RoundTrips += trips
@@ -357,7 +356,7 @@ func (g *Guard) replicatedBatch(ctx context.Context, b []batchItem, claimed []in
 	if len(short) == 0 {
 		return kept, 0
 	}
-	sctx, cancel := g.storeContext(ctx, earliestClaimEnd(b, short))
+	sctx, cancel := g.storeContext(ctx, earliestStoreEnd(b, short))
 	defer cancel()
 	trips := g.pipelined(sctx, b, short, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
 		// The source, not the SHA: this rare path cannot tell whether this node compiled it.
