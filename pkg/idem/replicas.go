@@ -28,16 +28,15 @@ var ErrReplicasNotAcknowledged = errors.New("idem: replicas did not acknowledge 
 //
 // It protects the claim; the completion it can only report on. Do and DoBatch pipeline one more
 // WAIT after the completion, in the completion's round trip. When fewer replicas acknowledge the
-// result in time, Do and DoBatch send the completion again with its WAIT, up to completionResends (2) more
-// times while the next WAIT would end before the claim expires and before the caller's deadline
-// (less answerMargin, 100ms, for the answer): a slow replica acknowledges a
-// later one, and after a failover the completion reaches the new primary, which holds the claim,
-// and stores the result there. When none is acknowledged the
-// outcome is NotStored (the observer hears of it) rather than Executed: the work ran and its
-// result is on the primary, but a failover before the replicas have it loses it, the claim a
-// replica holds keeps the key in progress until the claim's TTL, and the work then runs again on
-// the next delivery (docs/reliability.md measures it). Failing the work instead would not undo
-// it.
+// result in time, Do and DoBatch send the completion again with its WAIT, up to
+// completionResends (2) more times while the next WAIT would end before the claim expires and
+// before the caller's deadline (less answerMargin, 100ms, for the answer): a slow replica
+// acknowledges a later one, and after a failover the completion reaches the new primary, which
+// holds the claim, and stores the result there. When none is acknowledged the outcome is
+// NotStored (the observer hears of it) rather than Executed: the work ran and its result is on
+// the primary, but a failover before the replicas have it loses it, the claim a replica holds
+// keeps the key in progress until the claim's TTL, and the work then runs again on the next
+// delivery (docs/reliability.md measures it). Failing the work instead would not undo it.
 //
 // timeout must be at least 1ms (WAIT's 0 would block forever) and should stay well below the
 // client's read timeout, or a slow replica turns into a client timeout. n 0 turns it off, the
@@ -96,7 +95,7 @@ type processor interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// completionResends is how many more times Do sends a completion that too few replicas
+// completionResends is how many more times Do and DoBatch send a completion that too few replicas
 // acknowledged, each with its WAIT, while the claim still protects it and the invocation is not
 // over: the next WAIT must end answerMargin before the claim's expiry and before the caller's
 // deadline (a Lambda invocation's end), whichever comes first. The work's own deadline does not
