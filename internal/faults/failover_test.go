@@ -274,20 +274,20 @@ func (res *failoverResult) explainLateReports(t *testing.T, runs []run, as []web
 
 // lostResultCauses counts the first observation of each event of lost by what it said: too few
 // replicas acknowledged the result, the store call's deadline passed (the store did not answer
-// before the claim could expire), the claim was lost, or another error.
+// by the claim's expiry), the claim was lost, or another error.
 func lostResultCauses(lost []string, observed map[string][]observation) map[string]int {
 	causes := map[string]int{}
 	for _, ev := range lost {
-		os := observed[ev]
+		obs := observed[ev]
 		switch {
-		case len(os) == 0:
+		case len(obs) == 0:
 			causes["not reported"]++
-		case errors.Is(os[0].err, idem.ErrReplicasNotAcknowledged):
+		case errors.Is(obs[0].err, idem.ErrReplicasNotAcknowledged):
 			causes["replicas did not acknowledge"]++
-		case errors.Is(os[0].err, context.DeadlineExceeded):
+		case errors.Is(obs[0].err, context.DeadlineExceeded):
 			causes["store call's deadline"]++
 		default:
-			causes[fmt.Sprintf("%s: %v", os[0].kind, os[0].err)]++
+			causes[fmt.Sprintf("%s: %v", obs[0].kind, obs[0].err)]++
 		}
 	}
 	return causes
