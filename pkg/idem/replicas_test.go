@@ -165,14 +165,38 @@ func TestMinReplicasSlowCompletionIsSentAgainUntilAcknowledged(t *testing.T) {
 	if len(observed) != 0 {
 		t.Errorf("observer heard %v; want nothing", observed)
 	}
-	replica := redis.NewClient(&redis.Options{Addr: r.Replica.Addr()})
-	defer replica.Close()
-	stored, err := replica.Get(context.Background(), key.redisKey(prefix)).Bytes()
-	if err != nil {
-		t.Fatalf("the replica does not hold the key: %v", err)
+	replicaHoldsResult(t, r.Replica.Addr(), key.redisKey(prefix), "paid")
+}
+
+// slowBatchItems returns 4 items whose works count their runs in ran and blackhole link (the
+// replica hears nothing more); the first 3 succeed with "done i", the last fails.
+func slowBatchItems(link *testsupport.Proxy, ran *atomic.Int32) []Item {
+	items := make([]Item, 4)
+	for i := range items {
+		items[i] = Item{Key: Key{Scope: "s", ID: "batch-slow-" + strconv.Itoa(i)}, Work: func(context.Context) (Result, error) {
+			ran.Add(1)
+			link.Blackhole()
+			if i == 3 {
+				return Result{}, errors.New("declined")
+			}
+			return Result{Status: 200, Body: []byte("done " + strconv.Itoa(i))}, nil
+		}}
 	}
-	if rec, err := decodeRecord(stored); err != nil || !rec.completed || string(rec.result.Body) != "paid" {
-		t.Errorf("the replica holds %+v (%v); want the completed result", rec, err)
+	return items
+}
+
+// replicaHoldsResult checks that the replica at addr holds a completed record under rk whose
+// result's body is body.
+func replicaHoldsResult(t *testing.T, addr, rk, body string) {
+	t.Helper()
+	replica := redis.NewClient(&redis.Options{Addr: addr})
+	defer replica.Close()
+	stored, err := replica.Get(context.Background(), rk).Bytes()
+	if err != nil {
+		t.Fatalf("the replica does not hold %s: %v", rk, err)
+	}
+	if rec, err := decodeRecord(stored); err != nil || !rec.completed || string(rec.result.Body) != body {
+		t.Errorf("the replica holds %+v under %s (%v); want the completed result %q", rec, rk, err, body)
 	}
 }
 
@@ -276,30 +300,21 @@ func TestMinReplicasSlowBatchCompletionIsSentAgainUntilAcknowledged(t *testing.T
 	}
 	warmUp(g, Fingerprint{})
 	var ran atomic.Int32
-	items := make([]Item, 4)
-	for i := range items {
-		items[i] = Item{Key: Key{Scope: "s", ID: "batch-slow-" + strconv.Itoa(i)}, Work: func(context.Context) (Result, error) {
-			ran.Add(1)
-			r.Link.Blackhole()
-			if i == 3 {
-				return Result{}, errors.New("declined")
-			}
-			return Result{Status: 200, Body: []byte("done " + strconv.Itoa(i))}, nil
-		}}
-	}
+	items := slowBatchItems(r.Link, &ran)
 	before := cc.RoundTrips.Load()
 	outs, errs := g.DoBatch(context.Background(), items, nil)
 	r.Link.Resume()
 	if !hook.resumed.Load() {
 		t.Fatal("no WAIT ran out: the test did not slow the replica")
 	}
-	for i, o := range outs[:3] {
-		if o.Kind != Executed || errs[i] != nil || o.RoundTrips != 3 {
-			t.Errorf("batch item %d: %v in %d round trips (%v); want executed in 3 (the completions sent twice)", i, o.Kind, o.RoundTrips, errs[i])
+	for i, o := range outs {
+		want, trips := Executed, 3 // the completions sent twice
+		if i == 3 {
+			want = Failed
 		}
-	}
-	if o := outs[3]; o.Kind != Failed {
-		t.Errorf("batch item 3: %v (%v); want failed", o.Kind, errs[3])
+		if o.Kind != want || (want == Executed && (errs[i] != nil || o.RoundTrips != trips)) {
+			t.Errorf("batch item %d: %v in %d round trips (%v); want %v in %d", i, o.Kind, o.RoundTrips, errs[i], want, trips)
+		}
 	}
 	if n := cc.RoundTrips.Load() - before; n != 3 {
 		t.Errorf("the client made %d round trips; want 3", n)
@@ -310,16 +325,8 @@ func TestMinReplicasSlowBatchCompletionIsSentAgainUntilAcknowledged(t *testing.T
 	if n := observed.Load(); n != 0 {
 		t.Errorf("observer heard %d outcomes; want none", n)
 	}
-	replica := redis.NewClient(&redis.Options{Addr: r.Replica.Addr()})
-	defer replica.Close()
 	for i, it := range items[:3] {
-		stored, err := replica.Get(context.Background(), it.Key.redisKey(prefix)).Bytes()
-		if err != nil {
-			t.Fatalf("the replica does not hold item %d's key: %v", i, err)
-		}
-		if rec, err := decodeRecord(stored); err != nil || !rec.completed || string(rec.result.Body) != "done "+strconv.Itoa(i) {
-			t.Errorf("the replica holds %+v for item %d (%v); want its completed result", rec, i, err)
-		}
+		replicaHoldsResult(t, r.Replica.Addr(), it.Key.redisKey(prefix), "done "+strconv.Itoa(i))
 	}
 	if n := ran.Load(); n != int32(len(items)) {
 		t.Errorf("the works ran %d times; want once each, %d", n, len(items))
