@@ -23,7 +23,10 @@ import (
 // (or init), and build what uses the guard after it, not in a package-level variable: those are
 // initialised before init runs, and would be given a nil guard (which the constructors refuse).
 func newGuard() (*idem.Guard, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	// ContextTimeoutEnabled: the client honours the deadlines the guard gives each command. The
+	// final store call's is the claim's expiry, so a store that stops answering is reported
+	// (NotStored) as another delivery can take the key, not after the client's timeouts.
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR"), ContextTimeoutEnabled: true})
 	// Result TTL: longer than the source's retry window (SQS: the queue's retention period).
 	return idem.New(rdb, idem.WithPrefix("orders"), idem.WithResultTTL(5*24*time.Hour))
 }
