@@ -237,9 +237,9 @@ func (g *Guard) runBatch(ctx context.Context, items []Item, b []batchItem, claim
 	// The claims share their start time and lock TTL, hence their work deadline: one timer. With
 	// fencing each work has its own context, for its own token.
 	var deadline workDeadline
-	inner := newWorkDeadline(ctx, b[claimed[0]].workDeadline, &deadline)
-	defer deadline.cancel()
-	wctx := &workContext{Context: inner, d: &deadline}
+	newWorkDeadline(ctx, b[claimed[0]].workDeadline, &deadline)
+	defer deadline.release()
+	wctx := &workContext{d: &deadline}
 	work := func(i int) error {
 		if i >= 0 && i < len(items) && b[i].state.Load() == 0 {
 			// Answered at the claim, before run: its outcome is settled and not written again.
@@ -261,11 +261,11 @@ func (g *Guard) runBatch(ctx context.Context, items []Item, b []batchItem, claim
 		switch {
 		case c.workDeadline.Before(deadline.at):
 			// A claim of an earlier call whose reply was lost: it expires sooner.
-			own, cancel := newWorkContext(ctx, c.workDeadline, &c.call, g.opts.fencing)
-			defer cancel()
+			own := newWorkContext(ctx, c.workDeadline, &c.call, g.opts.fencing)
+			defer own.release()
 			ictx = own
 		case g.opts.fencing:
-			ictx = &workContext{Context: inner, d: &deadline, fence: c.fence, fenced: true}
+			ictx = &workContext{d: &deadline, fence: c.fence, fenced: true}
 		}
 		c.res, c.werr = g.runIn(ictx, &c.call, items[i].Work)
 		return c.werr

@@ -79,37 +79,49 @@ func newBenchGuard(b *testing.B, c benchConn) *Guard {
 // benchFP is the fingerprint of the Do benchmarks' payload.
 var benchFP = FingerprintOf([]byte(`{"id":"evt"}`))
 
-// benchDo measures Do on key(i), failing unless its outcome is want.
-func benchDo(b *testing.B, c benchConn, g *Guard, want Kind, key func(i int) Key) {
+// doOp is Do on key(i), failing unless its outcome is want.
+func doOp(b *testing.B, g *Guard, want Kind, key func(i int) Key) func(int) {
 	ctx := context.Background()
-	measure(b, c, func(i int) {
+	return func(i int) {
 		if out, err := g.Do(ctx, key(i), benchFP, benchWork); out.Kind != want {
 			b.Fatal(out.Kind, err)
 		}
-	})
+	}
 }
+
+// newKey is a new key per operation, as a first execution sees one.
+func newKey(i int) Key { return Key{Scope: "bench", ID: "evt_" + strconv.Itoa(i)} }
 
 func BenchmarkFirstExecution(b *testing.B) {
 	c := benchClient(b)
-	benchDo(b, c, newBenchGuard(b, c), Executed, func(i int) Key { return Key{Scope: "bench", ID: "evt_" + strconv.Itoa(i)} })
+	measure(b, c, doOp(b, newBenchGuard(b, c), Executed, newKey))
+}
+
+// replayOp is a replay of one key, completed beforehand.
+func replayOp(b *testing.B, g *Guard) func(int) {
+	key := Key{Scope: "bench", ID: "evt_replay"}
+	g.Do(context.Background(), key, benchFP, benchWork)
+	return doOp(b, g, Replayed, func(int) Key { return key })
 }
 
 func BenchmarkReplay(b *testing.B) {
 	c := benchClient(b)
-	g := newBenchGuard(b, c)
-	key := Key{Scope: "bench", ID: "evt_replay"}
-	g.Do(context.Background(), key, benchFP, benchWork)
-	benchDo(b, c, g, Replayed, func(int) Key { return key })
+	measure(b, c, replayOp(b, newBenchGuard(b, c)))
 }
 
-func BenchmarkInProgress(b *testing.B) {
-	c := benchClient(b)
+// inProgressOp is a duplicate of a key another owner holds for the next hour.
+func inProgressOp(b *testing.B, c benchConn, g *Guard) func(int) {
 	key := Key{Scope: "bench", ID: "evt_busy"}
 	held := encodeInProgress(token{1}, benchFP, time.Now().Add(time.Hour))
 	if err := c.Set(context.Background(), key.redisKey(defaultPrefix), held, time.Hour).Err(); err != nil {
 		b.Fatal(err)
 	}
-	benchDo(b, c, newBenchGuard(b, c), InProgress, func(int) Key { return key })
+	return doOp(b, g, InProgress, func(int) Key { return key })
+}
+
+func BenchmarkInProgress(b *testing.B) {
+	c := benchClient(b)
+	measure(b, c, inProgressOp(b, c, newBenchGuard(b, c)))
 }
 
 func BenchmarkFloorSetNX(b *testing.B) { benchFloorSetNX(b, benchClient(b)) }
@@ -123,27 +135,31 @@ func benchFloorSetNX(b *testing.B, c benchConn) {
 	})
 }
 
-func BenchmarkFloorGet(b *testing.B) {
-	c := benchClient(b)
+// floorGetOp is a bare GET of a value the size of the benchmarks' result body.
+func floorGetOp(b *testing.B, c benchConn) func(int) {
 	ctx := context.Background()
 	c.Set(ctx, "floor:get", benchResult.Body, time.Hour)
-	measure(b, c, func(int) {
+	return func(int) {
 		if err := c.Get(ctx, "floor:get").Err(); err != nil {
 			b.Fatal(err)
 		}
-	})
+	}
+}
+
+func BenchmarkFloorGet(b *testing.B) {
+	c := benchClient(b)
+	measure(b, c, floorGetOp(b, c))
 }
 
 // minimalCAS is the least a Lua completion can do: compare the owner, then write.
 var minimalCAS = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end return 0`)
 
-// BenchmarkFloorClaimAndScript is the hand-written minimum of a first execution: a bare SET NX
-// PX and a minimal Lua compare-and-set, with the same client and no idempotency logic.
-func BenchmarkFloorClaimAndScript(b *testing.B) {
-	c := benchClient(b)
+// floorClaimAndScriptOp is the hand-written minimum of a first execution: a bare SET NX PX and
+// a minimal Lua compare-and-set, with the same client and no idempotency logic.
+func floorClaimAndScriptOp(b *testing.B, c benchConn) func(int) {
 	ctx := context.Background()
 	minimalCAS.Load(ctx, c.Client)
-	measure(b, c, func(i int) {
+	return func(i int) {
 		key := "floor:cas:" + strconv.Itoa(i)
 		if err := c.SetNX(ctx, key, "owner", time.Minute).Err(); err != nil {
 			b.Fatal(err)
@@ -151,19 +167,30 @@ func BenchmarkFloorClaimAndScript(b *testing.B) {
 		if err := minimalCAS.EvalSha(ctx, c.Client, []string{key}, "owner", benchResult.Body, 86400000).Err(); err != nil {
 			b.Fatal(err)
 		}
-	})
+	}
+}
+
+// BenchmarkFloorClaimAndScript is the floor of a first execution (floorClaimAndScriptOp).
+func BenchmarkFloorClaimAndScript(b *testing.B) {
+	c := benchClient(b)
+	measure(b, c, floorClaimAndScriptOp(b, c))
+}
+
+// newFencedGuard is a guard with WithFencing, its scripts loaded.
+func newFencedGuard(b *testing.B, c benchConn) *Guard {
+	g, err := New(c.Client, WithFencing())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.Do(context.Background(), Key{Scope: "bench", ID: "warm"}, Fingerprint{}, benchWork)
+	return g
 }
 
 // BenchmarkFencedFirstExecution is BenchmarkFirstExecution with WithFencing: the claim is one
 // call of the fenced claim script instead of SET NX PX GET.
 func BenchmarkFencedFirstExecution(b *testing.B) {
 	c := benchClient(b)
-	g, err := New(c.Client, WithFencing())
-	if err != nil {
-		b.Fatal(err)
-	}
-	g.Do(context.Background(), Key{Scope: "bench", ID: "warm"}, Fingerprint{}, benchWork)
-	benchDo(b, c, g, Executed, func(i int) Key { return Key{Scope: "bench", ID: "evt_" + strconv.Itoa(i)} })
+	measure(b, c, doOp(b, newFencedGuard(b, c), Executed, newKey))
 }
 
 // minimalFencedClaim is the least a fenced claim can do in one call: read the record, draw a
@@ -175,14 +202,13 @@ redis.call('SET', KEYS[2], string.format('%.0f', f), 'PX', ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return f`)
 
-// BenchmarkFloorFencedClaimAndScript is the hand-written minimum of a fenced first execution:
-// one EVALSHA that claims and draws a token, and the minimal Lua compare-and-set.
-func BenchmarkFloorFencedClaimAndScript(b *testing.B) {
-	c := benchClient(b)
+// floorFencedClaimAndScriptOp is the hand-written minimum of a fenced first execution: one
+// EVALSHA that claims and draws a token, and the minimal Lua compare-and-set.
+func floorFencedClaimAndScriptOp(b *testing.B, c benchConn) func(int) {
 	ctx := context.Background()
 	minimalFencedClaim.Load(ctx, c.Client)
 	minimalCAS.Load(ctx, c.Client)
-	measure(b, c, func(i int) {
+	return func(i int) {
 		key := "floor:fcas:{" + strconv.Itoa(i) + "}"
 		if err := minimalFencedClaim.EvalSha(ctx, c.Client, []string{key, key + ":fence"}, "owner", 60000, 86400000).Err(); err != nil {
 			b.Fatal(err)
@@ -190,7 +216,14 @@ func BenchmarkFloorFencedClaimAndScript(b *testing.B) {
 		if err := minimalCAS.EvalSha(ctx, c.Client, []string{key}, "owner", benchResult.Body, 86400000).Err(); err != nil {
 			b.Fatal(err)
 		}
-	})
+	}
+}
+
+// BenchmarkFloorFencedClaimAndScript is the floor of a fenced first execution
+// (floorFencedClaimAndScriptOp).
+func BenchmarkFloorFencedClaimAndScript(b *testing.B) {
+	c := benchClient(b)
+	measure(b, c, floorFencedClaimAndScriptOp(b, c))
 }
 
 // BenchmarkBatchFirstDelivery10 is a batch of 10 first deliveries, as an SQS batch handler sees
@@ -199,11 +232,15 @@ func BenchmarkFloorFencedClaimAndScript(b *testing.B) {
 func BenchmarkBatchFirstDelivery10(b *testing.B) { benchBatchFirstDelivery10(b, benchClient(b)) }
 
 func benchBatchFirstDelivery10(b *testing.B, c benchConn) {
-	g := newBenchGuard(b, c)
+	measure(b, c, batchOp(b, newBenchGuard(b, c)))
+}
+
+// batchOp is a DoBatch of 10 new keys, failing unless every one is executed.
+func batchOp(b *testing.B, g *Guard) func(int) {
 	ctx := context.Background()
 	items := make([]Item, 10)
 	g.DoBatch(ctx, []Item{{Key: Key{Scope: "bench", ID: "batch-warm"}, Work: benchWork}}, nil)
-	measure(b, c, func(i int) {
+	return func(i int) {
 		for j := range items {
 			items[j] = Item{Key: Key{Scope: "bench", ID: "batch_" + strconv.Itoa(i) + "_" + strconv.Itoa(j)}, Fingerprint: benchFP, Work: benchWork}
 		}
@@ -213,17 +250,16 @@ func benchBatchFirstDelivery10(b *testing.B, c benchConn) {
 				b.Fatal(out.Kind, errs[j])
 			}
 		}
-	})
+	}
 }
 
-// BenchmarkFloorBatchClaimAndScript10 is the hand-written minimum of a batch of 10 first
-// deliveries: 10 bare SET NX PX in one pipeline, then 10 minimal Lua compare-and-sets in another.
-func BenchmarkFloorBatchClaimAndScript10(b *testing.B) {
-	c := benchClient(b)
+// floorBatchClaimAndScript10Op is the hand-written minimum of a batch of 10 first deliveries:
+// 10 bare SET NX PX in one pipeline, then 10 minimal Lua compare-and-sets in another.
+func floorBatchClaimAndScript10Op(b *testing.B, c benchConn) func(int) {
 	ctx := context.Background()
 	minimalCAS.Load(ctx, c.Client)
 	keys := make([]string, 10)
-	measure(b, c, func(i int) {
+	return func(i int) {
 		for j := range keys {
 			keys[j] = "floor:batch:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
 		}
@@ -243,5 +279,41 @@ func BenchmarkFloorBatchClaimAndScript10(b *testing.B) {
 		}); err != nil {
 			b.Fatal(err)
 		}
-	})
+	}
+}
+
+// BenchmarkFloorBatchClaimAndScript10 is the floor of a batch of 10 first deliveries
+// (floorBatchClaimAndScript10Op).
+func BenchmarkFloorBatchClaimAndScript10(b *testing.B) {
+	c := benchClient(b)
+	measure(b, c, floorBatchClaimAndScript10Op(b, c))
+}
+
+// The paired benchmarks: each budgeted path and its floor on one server and client, in
+// alternating blocks (testsupport.BenchPair); `make bench` holds the budgets against their
+// path/floor ratios. The benchmarks above give each side's own time, allocations and commands.
+
+func BenchmarkPairFirstExecution(b *testing.B) {
+	c := benchClient(b)
+	testsupport.BenchPair(b, testsupport.Pair{Path: doOp(b, newBenchGuard(b, c), Executed, newKey), Floor: floorClaimAndScriptOp(b, c)})
+}
+
+func BenchmarkPairReplay(b *testing.B) {
+	c := benchClient(b)
+	testsupport.BenchPair(b, testsupport.Pair{Path: replayOp(b, newBenchGuard(b, c)), Floor: floorGetOp(b, c)})
+}
+
+func BenchmarkPairInProgress(b *testing.B) {
+	c := benchClient(b)
+	testsupport.BenchPair(b, testsupport.Pair{Path: inProgressOp(b, c, newBenchGuard(b, c)), Floor: floorGetOp(b, c)})
+}
+
+func BenchmarkPairBatchFirstDelivery10(b *testing.B) {
+	c := benchClient(b)
+	testsupport.BenchPair(b, testsupport.Pair{Path: batchOp(b, newBenchGuard(b, c)), Floor: floorBatchClaimAndScript10Op(b, c)})
+}
+
+func BenchmarkPairFencedFirstExecution(b *testing.B) {
+	c := benchClient(b)
+	testsupport.BenchPair(b, testsupport.Pair{Path: doOp(b, newFencedGuard(b, c), Executed, newKey), Floor: floorFencedClaimAndScriptOp(b, c)})
 }

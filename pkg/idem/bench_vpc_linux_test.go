@@ -24,3 +24,21 @@ func BenchmarkVPCFloorSetNX(b *testing.B) { benchFloorSetNX(b, vpcClient(b)) }
 // BenchmarkVPCBatchFirstDelivery10 is BenchmarkBatchFirstDelivery10 through a proxy adding
 // vpcLatency each way: compare it with BenchmarkVPCFloorSetNX.
 func BenchmarkVPCBatchFirstDelivery10(b *testing.B) { benchBatchFirstDelivery10(b, vpcClient(b)) }
+
+// The paired benchmarks of the budgeted paths through the proxy: each path and its floor on one
+// server behind it, in alternating blocks (testsupport.BenchPair), as the loopback pairs.
+
+func BenchmarkVPCPairReplay(b *testing.B) {
+	c := vpcClient(b)
+	testsupport.BenchPair(b, testsupport.Pair{Path: replayOp(b, newBenchGuard(b, c)), Floor: floorGetOp(b, c)})
+}
+
+func BenchmarkVPCPairFirstExecution(b *testing.B) {
+	c := vpcClient(b)
+	testsupport.BenchPair(b, testsupport.Pair{Path: doOp(b, newBenchGuard(b, c), Executed, newKey), Floor: floorClaimAndScriptOp(b, c)})
+}
+
+func BenchmarkVPCPairBatchFirstDelivery10(b *testing.B) {
+	c := vpcClient(b)
+	testsupport.BenchPair(b, testsupport.Pair{Path: batchOp(b, newBenchGuard(b, c)), Floor: floorBatchClaimAndScript10Op(b, c)})
+}

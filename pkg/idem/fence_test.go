@@ -141,13 +141,78 @@ func TestFencedFirstExecutionCostsTwoRoundTrips(t *testing.T) {
 	}
 }
 
+// untimedDeadline is a work deadline at at whose timed context has no timer: it never ends by
+// itself, as a timer that has not fired yet.
+func untimedDeadline(t *testing.T, at time.Time) *workDeadline {
+	inner, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d := &workDeadline{parent: context.Background(), at: at}
+	d.timed.Store(&timedContext{inner, cancel})
+	return d
+}
+
+// A work that never waits on its context costs no timer; its Err still reads the clock, its
+// Deadline and Value are the context's, and its release ends it.
+func TestWorkContextMakesItsTimerOnlyForDone(t *testing.T) {
+	type valueKey struct{}
+	parent := context.WithValue(context.Background(), valueKey{}, "v")
+	w := newWorkContext(parent, time.Now().Add(20*time.Millisecond), &call{}, false)
+	release := w.release
+	if err := w.Err(); err != nil {
+		t.Fatalf("before the deadline: %v", err)
+	}
+	if at, ok := w.Deadline(); !ok || !at.Equal(w.d.at) {
+		t.Fatalf("Deadline %v %v; want %v", at, ok, w.d.at)
+	}
+	if w.Value(valueKey{}) != "v" {
+		t.Fatal("the caller's value is lost")
+	}
+	if w.d.timed.Load() != nil {
+		t.Fatal("a timer was made without Done")
+	}
+	for time.Now().Before(w.d.at) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := w.Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("past the deadline: Err %v; want DeadlineExceeded", err)
+	}
+	if err := context.Cause(w); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("past the deadline: Cause %v; want DeadlineExceeded", err)
+	}
+	release()
+
+	// Released before its deadline, with no timer: Canceled, and Done closed.
+	w = newWorkContext(parent, time.Now().Add(time.Hour), &call{}, false)
+	release = w.release
+	release()
+	if err := w.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("released: Err %v; want Canceled", err)
+	}
+	select {
+	case <-w.Done():
+	default:
+		t.Fatal("released: Done not closed")
+	}
+
+	// The caller's cancellation reaches a work that has no timer yet, and its descendants.
+	caller, cancel := context.WithCancel(parent)
+	w = newWorkContext(caller, time.Now().Add(time.Hour), &call{}, false)
+	release = w.release
+	defer release()
+	child, stop := context.WithCancel(w)
+	defer stop()
+	cancel()
+	<-child.Done() // a bound: the test's own timeout
+	if err := w.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("caller cancelled: Err %v; want Canceled", err)
+	}
+}
+
 // A work's context ends when its deadline has passed by the clock even if no timer fired: here
 // there is no timer at all, as for a process resumed past its deadline before its timers ran.
 func TestWorkContextEndsAtTheDeadlineWithoutItsTimer(t *testing.T) {
-	inner, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d := &workDeadline{cancel: cancel, at: time.Now().Add(20 * time.Millisecond)}
-	w := &workContext{Context: inner, d: d}
+	d := untimedDeadline(t, time.Now().Add(20*time.Millisecond))
+	w := &workContext{d: d}
 	if err := w.Err(); err != nil {
 		t.Fatalf("before the deadline: %v", err)
 	}
@@ -179,9 +244,7 @@ func TestWorkContextEndsAtTheDeadlineWithoutItsTimer(t *testing.T) {
 
 // Past the deadline, Done alone ends the context, for work that only selects on it.
 func TestWorkContextDoneClosesPastTheDeadline(t *testing.T) {
-	inner, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w := &workContext{Context: inner, d: &workDeadline{cancel: cancel, at: time.Now().Add(-time.Millisecond)}}
+	w := &workContext{d: untimedDeadline(t, time.Now().Add(-time.Millisecond))}
 	select {
 	case <-w.Done():
 	default:

@@ -2,11 +2,13 @@ package idem
 
 import (
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"time"
+	"unsafe"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
@@ -33,6 +35,8 @@ type Guard struct {
 	// eviction is the store's maxmemory-policy as last read (Warm, or a call under
 	// WithUnsafeEviction(EvictionRefuse)).
 	eviction evictionState
+	// resultTTLms is the result TTL in milliseconds, boxed once for the complete script.
+	resultTTLms any
 }
 
 type cachedResult struct {
@@ -57,7 +61,7 @@ func New(client Client, opts ...Option) (*Guard, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	g := &Guard{client: client, scripts: &scriptRunner{client: client}, opts: o}
+	g := &Guard{client: client, scripts: &scriptRunner{client: client}, opts: o, resultTTLms: o.resultTTL.Milliseconds()}
 	if o.cacheSize > 0 && o.cacheTTL > 0 {
 		c, err := lru.New[string, cachedResult](o.cacheSize)
 		if err != nil {
@@ -119,7 +123,6 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 	} else {
 		stored, wait, cerr = g.sendClaim(ctx, c)
 	}
-	c.storeEnd = g.opts.now().Add(c.lockTTL)
 	if isOOM(cerr) {
 		out.RoundTrips++
 		stored, cerr = g.client.Do(ctx, "get", c.rk).Text()
@@ -131,6 +134,7 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 	if out, claimed, err := g.claimed(c, out, stored, cerr); !claimed {
 		return out, err
 	}
+	c.storeEnd = g.opts.now().Add(c.lockTTL) // the claim's reply has just come
 	if out, ok, err := g.replicated(ctx, c, out, wait); !ok {
 		return out, err
 	}
@@ -170,6 +174,18 @@ type call struct {
 	// unreplayable explains why the result of work that succeeded is not stored: result is
 	// then a marker (encodeMarker).
 	unreplayable error
+
+	// The claim's and the completion's commands are built in the call, so that sending them
+	// allocates neither their argument slices nor boxes for their arguments: go-redis writes a
+	// *string and a *int64 as it writes a string and an int64, and a pointer is boxed in place.
+	claimBuf   [headerSize]byte
+	claimText  string // claim as a string: the same bytes, never written after deadlines
+	ownerText  string // owner() as a string
+	resultText string // result as a string, the same bytes, never written after runIn
+	px         int64  // lockTTL in milliseconds, for the claim
+	argv       [7]any
+	keys       [1]string
+	completion [3]any
 }
 
 // owner is the prefix of our records that the scripts compare: version, kind 'P', token.
@@ -191,7 +207,10 @@ func (g *Guard) start(c *call, key Key, fp Fingerprint, now time.Time) (out Outc
 	if tok, ok := g.lost.take(c.rk, fp, now); ok {
 		c.tok = tok // our claim may be in Redis: claiming with its token finds it
 	} else {
-		_, _ = rand.Read(c.tok[:]) // never fails since Go 1.24
+		// A fresh owner token from the runtime's ChaCha8 generator, seeded by the system:
+		// unique among claims, at a few nanoseconds where a crypto/rand read costs hundreds.
+		binary.LittleEndian.PutUint64(c.tok[:8], rand.Uint64())
+		binary.LittleEndian.PutUint64(c.tok[8:], rand.Uint64())
 	}
 	return Outcome{}, true, nil
 }
@@ -214,14 +233,32 @@ func (c *call) deadlines(ctx context.Context, o options) {
 		c.workDeadline = minTime(c.workDeadline, invocation.Add(-safetyMargin))
 		c.sendsEnd = minTime(c.sendsEnd, invocation.Add(-answerMargin))
 	}
-	c.claim = encodeInProgress(c.tok, c.fp, c.now.Add(c.lockTTL))
+	putHeader(c.claimBuf[:], kindInProgress, c.tok, c.fp, c.now.Add(c.lockTTL))
+	c.claim = c.claimBuf[:]
+	c.claimText = unsafe.String(&c.claimBuf[0], len(c.claimBuf))
 }
 
 // claimArgs is the claim: one SET NX PX GET that stores our in-progress record if the key is
 // free and returns the record already there if not. px is c.lockTTL in milliseconds, which the
-// calls of a batch share.
+// calls of a batch share (nil: c.lockTTL's, from c.px).
 func claimArgs(c *call, px any) []any {
-	return []any{"set", c.rk, c.claim, "px", px, "nx", "get"}
+	if px == nil {
+		c.px = c.lockTTL.Milliseconds()
+		px = &c.px
+	}
+	c.argv = [7]any{"set", &c.rk, &c.claimText, "px", px, "nx", "get"}
+	return c.argv[:]
+}
+
+// completionArgs are the keys and arguments of the complete script for c, whose result is
+// encoded: the owner prefix, the completed record and the result TTL in milliseconds (boxed
+// once per guard).
+func (g *Guard) completionArgs(c *call) ([]string, []any) {
+	c.resultText = unsafe.String(unsafe.SliceData(c.result), len(c.result))
+	c.ownerText = c.claimText[:ownerPrefixSize]
+	c.keys[0] = c.rk
+	c.completion = [3]any{&c.ownerText, &c.resultText, g.resultTTLms}
+	return c.keys[:], c.completion[:]
 }
 
 // errMismatch explains a Mismatch outcome.
@@ -257,7 +294,8 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 }
 
 // isOOM reports a write refused by a full Redis (maxmemory with noeviction).
-func isOOM(err error) bool { return err != nil && redis.HasErrorPrefix(err, "OOM") }
+// A claim of a free key is answered nil (redis.Nil), which is not looked into.
+func isOOM(err error) bool { return err != nil && err != redis.Nil && redis.HasErrorPrefix(err, "OOM") }
 
 // observeFull answers a claim refused by a full Redis, which refuses every SET, even one that
 // would change nothing: from the record read with GET, so replays and in-progress answers still
@@ -295,8 +333,8 @@ func (g *Guard) observe(out Outcome, c *call, rec record) (Outcome, error) {
 
 // run runs work under the call's deadline and encodes its result. An error means the work failed.
 func (g *Guard) run(ctx context.Context, c *call, work Work) (Result, error) {
-	wctx, cancel := newWorkContext(ctx, c.workDeadline, c, g.opts.fencing)
-	defer cancel()
+	wctx := newWorkContext(ctx, c.workDeadline, c, g.opts.fencing)
+	defer wctx.release()
 	return g.runIn(wctx, c, work)
 }
 
@@ -379,8 +417,8 @@ func (g *Guard) runUnguarded(ctx context.Context, work Work) (Outcome, error) {
 	if d, ok := ctx.Deadline(); ok {
 		deadline = d.Add(-safetyMargin)
 	}
-	wctx, cancel := newWorkContext(ctx, deadline, &call{}, false)
-	defer cancel()
+	wctx := newWorkContext(ctx, deadline, &call{}, false)
+	defer wctx.release()
 	res, err := runWork(wctx, work)
 	if unenc := (*unencodable.Error)(nil); errors.As(err, &unenc) {
 		return Outcome{Kind: ExecutedUnguarded, RoundTrips: 1, Ran: true}, nil

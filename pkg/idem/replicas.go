@@ -65,7 +65,7 @@ func (o options) validateReplicas() error {
 // connection (nil without). A client that can process a typed command (every go-redis client)
 // reads the reply as a string directly, without the generic reply's boxing.
 func (g *Guard) sendClaim(ctx context.Context, c *call) (string, *redis.IntCmd, error) {
-	args := claimArgs(c, c.lockTTL.Milliseconds())
+	args := claimArgs(c, nil)
 	if g.opts.minReplicas == 0 {
 		if p, ok := g.client.(processor); ok {
 			cmd := redis.NewStringCmd(ctx, args...)
@@ -116,7 +116,7 @@ const answerMargin = 100 * time.Millisecond
 // then the shortfall of replicas that acknowledged the completion (nil when enough did, or
 // when none were asked for), after up to completionResends more sends.
 func (g *Guard) complete(ctx context.Context, c *call) (n int64, trips int, unacked, err error) {
-	keys, args := []string{c.rk}, []any{c.owner(), c.result, g.opts.resultTTL.Milliseconds()}
+	keys, args := g.completionArgs(c)
 	if g.opts.minReplicas == 0 {
 		n, trips, err = g.scripts.run(ctx, completeScript, keys, args...)
 		return n, trips, nil, err

@@ -489,5 +489,5 @@ func BenchmarkFirstExecutionMinReplicas1(b *testing.B) {
 		b.Fatal(err)
 	}
 	g.Do(context.Background(), Key{Scope: "bench", ID: "warm"}, Fingerprint{}, benchWork)
-	benchDo(b, c, g, Executed, func(i int) Key { return Key{Scope: "bench", ID: "evt_" + strconv.Itoa(i)} })
+	measure(b, c, doOp(b, g, Executed, newKey))
 }

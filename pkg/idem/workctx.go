@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -13,23 +14,66 @@ import (
 // well past the deadline, when another owner may already hold the key. workContext compares the
 // clock with the deadline on every Err and Done, and ends the context there if the timer has not.
 
-// workDeadline is the deadline that the works of one claim (one Do, one DoBatch) share.
+// workDeadline is the deadline that the works of one claim (one Do, one DoBatch) share. Its
+// timer, a context.WithDeadline of the caller's context, is made when a work first asks for Done
+// (or finds the context ended): a work that never waits on its context (a computation, a write
+// to memory) costs no timer, and its Err still reads the clock.
 type workDeadline struct {
-	cancel context.CancelFunc
+	// parent is the caller's context.
+	parent context.Context
 	// at is the deadline with a monotonic clock reading.
 	at time.Time
 	// early is set when Err or Done found the deadline passed before the timer did.
 	early atomic.Bool
+	// released is set by release: the works are over.
+	released atomic.Bool
+	mu       sync.Mutex // held while timed is made
+	timed    atomic.Pointer[timedContext]
 }
 
-// expired reports whether the deadline has passed, ending the context if the timer has not yet.
-func (d *workDeadline) expired(inner context.Context) bool {
+// timedContext is a workDeadline's context.WithDeadline and its cancel function.
+type timedContext struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// timer returns d's timed context, making it on first use.
+func (d *workDeadline) timer() *timedContext {
+	if t := d.timed.Load(); t != nil {
+		return t
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t := d.timed.Load(); t != nil {
+		return t
+	}
+	ctx, cancel := context.WithDeadline(d.parent, d.at) // past the deadline: ended, no timer
+	if d.released.Load() {
+		cancel()
+	}
+	t := &timedContext{ctx, cancel}
+	d.timed.Store(t)
+	return t
+}
+
+// release ends the works' context, as the CancelFunc of a context.WithDeadline does.
+func (d *workDeadline) release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.released.Store(true)
+	if t := d.timed.Load(); t != nil {
+		t.cancel()
+	}
+}
+
+// expired reports whether the deadline has passed, ending t if its timer has not yet.
+func (d *workDeadline) expired(t *timedContext) bool {
 	if time.Now().Before(d.at) {
 		return false
 	}
-	if inner.Err() == nil {
+	if t.ctx.Err() == nil {
 		d.early.Store(true)
-		d.cancel()
+		t.cancel()
 	}
 	return true
 }
@@ -37,39 +81,57 @@ func (d *workDeadline) expired(inner context.Context) bool {
 // workContext is the context a work runs with: the caller's, ending at the work's deadline,
 // carrying the claim's fencing token when the guard has fencing.
 type workContext struct {
-	context.Context // a context.WithDeadline of the caller's context, at d.at
-	d               *workDeadline
-	fence           uint64
-	fenced          bool
-	own             workDeadline // d for a context that shares its deadline with no other
+	d      *workDeadline
+	fence  uint64
+	fenced bool
+	own    workDeadline // d for a context that shares its deadline with no other
 }
 
-// newWorkDeadline returns the deadline, at, of a claim's works, and the context they derive
-// from: ctx ending at at.
-func newWorkDeadline(ctx context.Context, at time.Time, d *workDeadline) context.Context {
+// newWorkDeadline sets d to the deadline at of a claim's works, which derive from ctx.
+func newWorkDeadline(ctx context.Context, at time.Time, d *workDeadline) {
 	now := time.Now()
+	d.parent = ctx
 	d.at = now.Add(at.Sub(now)) // the same instant, read on the monotonic clock
-	inner, cancel := context.WithDeadline(ctx, d.at)
-	d.cancel = cancel
-	return inner
 }
 
-// newWorkContext returns the context of a work that has the claim's deadline to itself, and the
-// function that releases its timer.
-func newWorkContext(ctx context.Context, at time.Time, c *call, fenced bool) (*workContext, context.CancelFunc) {
+// newWorkContext returns the context of a work that has the claim's deadline to itself; its
+// release ends it.
+func newWorkContext(ctx context.Context, at time.Time, c *call, fenced bool) *workContext {
 	w := &workContext{fence: c.fence, fenced: fenced}
 	w.d = &w.own
-	w.Context = newWorkDeadline(ctx, at, w.d)
-	return w, w.own.cancel
+	newWorkDeadline(ctx, at, w.d)
+	return w
+}
+
+// release ends the context, and its timer if it has one, as a context's CancelFunc does.
+func (w *workContext) release() { w.d.release() }
+
+// Deadline is the work's deadline, or the caller's when it comes first.
+func (w *workContext) Deadline() (time.Time, bool) {
+	if t := w.d.timed.Load(); t != nil {
+		return t.ctx.Deadline()
+	}
+	if parent, ok := w.d.parent.Deadline(); ok && parent.Before(w.d.at) {
+		return parent, true
+	}
+	return w.d.at, true
 }
 
 // Err reports DeadlineExceeded as soon as the deadline has passed by the monotonic clock.
 func (w *workContext) Err() error {
-	err := w.Context.Err()
+	d := w.d
+	t := d.timed.Load()
+	if t == nil {
+		if !d.released.Load() && d.parent.Err() == nil && time.Now().Before(d.at) {
+			return nil
+		}
+		t = d.timer() // ended: the timed context says how
+	}
+	err := t.ctx.Err()
 	switch {
-	case err == nil && w.d.expired(w.Context):
+	case err == nil && d.expired(t):
 		return context.DeadlineExceeded
-	case err != nil && w.d.early.Load():
+	case err != nil && d.early.Load():
 		return context.DeadlineExceeded
 	}
 	return err
@@ -77,10 +139,11 @@ func (w *workContext) Err() error {
 
 // Done returns a channel that is closed at the latest when Done is called past the deadline.
 func (w *workContext) Done() <-chan struct{} {
-	if w.Context.Err() == nil {
-		w.d.expired(w.Context)
+	t := w.d.timer()
+	if t.ctx.Err() == nil {
+		w.d.expired(t)
 	}
-	return w.Context.Done()
+	return t.ctx.Done()
 }
 
 // Value returns the claim's fencing token for FenceFrom's key, and none in a guard without
@@ -92,5 +155,8 @@ func (w *workContext) Value(key any) any {
 		}
 		return nil
 	}
-	return w.Context.Value(key)
+	if t := w.d.timed.Load(); t != nil {
+		return t.ctx.Value(key)
+	}
+	return w.d.parent.Value(key)
 }
