@@ -6,8 +6,8 @@ import (
 )
 
 // PairBlock is how many operations of one side a paired benchmark runs between two readings of
-// the clock. It divides the benchmarks' chunks of prepared requests (1,000 and 100), so that a
-// side's preparation (Pair.Prepare) never falls inside a timed block.
+// the clock: short enough that both sides of a pair see the machine in the same state, long
+// enough that reading the clock (about 100 ns here) is a small part of a block.
 const PairBlock = 10
 
 // Pair is a paired benchmark: an operation and its floor, measured by BenchPair on the same
@@ -17,9 +17,6 @@ type Pair struct {
 	Path func(i int)
 	// Floor is what Path is compared with, called with the same numbers.
 	Floor func(i int)
-	// Prepare, when set, is called with the clock stopped before the blocks of operations i to
-	// i+PairBlock-1 of both sides, to build what they consume.
-	Prepare func(i int)
 }
 
 // BenchPair runs p.Path and p.Floor b.N times each, in alternating blocks of PairBlock
@@ -30,9 +27,9 @@ type Pair struct {
 //
 // Two benchmarks run one after the other, each for a second or more, see different phases of a
 // shared machine: its other work, its vCPUs' sleep states, a server started afresh. A ratio of
-// their medians moves by 20% or more between runs of unchanged code. The blocks of a pair are a
-// few milliseconds apart, so such phases weigh on both sides alike and the ratio is the cost of
-// the path's own work.
+// their medians moves by 20% or more between runs of unchanged code. The blocks of a pair last
+// a few milliseconds at most, so such phases weigh on both sides alike and the ratio is the
+// cost of the path's own work.
 func BenchPair(b *testing.B, p Pair) {
 	b.ReportAllocs()
 	var pathTime, floorTime time.Duration
@@ -46,11 +43,6 @@ func BenchPair(b *testing.B, p Pair) {
 	b.ResetTimer()
 	for from, block := 0, 0; from < b.N; from, block = from+PairBlock, block+1 {
 		to := min(from+PairBlock, b.N)
-		if p.Prepare != nil {
-			b.StopTimer()
-			p.Prepare(from)
-			b.StartTimer()
-		}
 		if block%2 == 0 {
 			floorTime += timed(p.Floor, from, to)
 			pathTime += timed(p.Path, from, to)
