@@ -293,15 +293,25 @@ func BenchmarkFloorBatchClaimAndScript10(b *testing.B) {
 // alternating blocks (testsupport.BenchPair); `make bench` holds the budgets against their
 // path/floor ratios. The benchmarks above give each side's own time, allocations and commands.
 
-func BenchmarkPairFirstExecution(b *testing.B) {
-	c := benchClient(b)
-	testsupport.BenchPair(b, testsupport.Pair{Path: doOp(b, newBenchGuard(b, c), Executed, newKey), Floor: floorClaimAndScriptOp(b, c)})
+// The pairs, each on the server behind c.
+
+func firstExecutionPair(b *testing.B, c benchConn) testsupport.Pair {
+	return testsupport.Pair{Path: doOp(b, newBenchGuard(b, c), Executed, newKey), Floor: floorClaimAndScriptOp(b, c)}
 }
 
-func BenchmarkPairReplay(b *testing.B) {
-	c := benchClient(b)
-	testsupport.BenchPair(b, testsupport.Pair{Path: replayOp(b, newBenchGuard(b, c)), Floor: floorGetOp(b, c)})
+func replayPair(b *testing.B, c benchConn) testsupport.Pair {
+	return testsupport.Pair{Path: replayOp(b, newBenchGuard(b, c)), Floor: floorGetOp(b, c)}
 }
+
+func batchFirstDelivery10Pair(b *testing.B, c benchConn) testsupport.Pair {
+	return testsupport.Pair{Path: batchOp(b, newBenchGuard(b, c)), Floor: floorBatchClaimAndScript10Op(b, c)}
+}
+
+func BenchmarkPairFirstExecution(b *testing.B) {
+	testsupport.BenchPair(b, firstExecutionPair(b, benchClient(b)))
+}
+
+func BenchmarkPairReplay(b *testing.B) { testsupport.BenchPair(b, replayPair(b, benchClient(b))) }
 
 func BenchmarkPairInProgress(b *testing.B) {
 	c := benchClient(b)
@@ -309,8 +319,7 @@ func BenchmarkPairInProgress(b *testing.B) {
 }
 
 func BenchmarkPairBatchFirstDelivery10(b *testing.B) {
-	c := benchClient(b)
-	testsupport.BenchPair(b, testsupport.Pair{Path: batchOp(b, newBenchGuard(b, c)), Floor: floorBatchClaimAndScript10Op(b, c)})
+	testsupport.BenchPair(b, batchFirstDelivery10Pair(b, benchClient(b)))
 }
 
 func BenchmarkPairFencedFirstExecution(b *testing.B) {

@@ -28,17 +28,12 @@ func BenchmarkVPCBatchFirstDelivery10(b *testing.B) { benchBatchFirstDelivery10(
 // The paired benchmarks of the budgeted paths through the proxy: each path and its floor on one
 // server behind it, in alternating blocks (testsupport.BenchPair), as the loopback pairs.
 
-func BenchmarkVPCPairReplay(b *testing.B) {
-	c := vpcClient(b)
-	testsupport.BenchPair(b, testsupport.Pair{Path: replayOp(b, newBenchGuard(b, c)), Floor: floorGetOp(b, c)})
-}
+func BenchmarkVPCPairReplay(b *testing.B) { testsupport.BenchPair(b, replayPair(b, vpcClient(b))) }
 
 func BenchmarkVPCPairFirstExecution(b *testing.B) {
-	c := vpcClient(b)
-	testsupport.BenchPair(b, testsupport.Pair{Path: doOp(b, newBenchGuard(b, c), Executed, newKey), Floor: floorClaimAndScriptOp(b, c)})
+	testsupport.BenchPair(b, firstExecutionPair(b, vpcClient(b)))
 }
 
 func BenchmarkVPCPairBatchFirstDelivery10(b *testing.B) {
-	c := vpcClient(b)
-	testsupport.BenchPair(b, testsupport.Pair{Path: batchOp(b, newBenchGuard(b, c)), Floor: floorBatchClaimAndScript10Op(b, c)})
+	testsupport.BenchPair(b, batchFirstDelivery10Pair(b, vpcClient(b)))
 }

@@ -108,9 +108,6 @@ func (w *workContext) release() { w.d.release() }
 
 // Deadline is the work's deadline, or the caller's when it comes first.
 func (w *workContext) Deadline() (time.Time, bool) {
-	if t := w.d.timed.Load(); t != nil {
-		return t.ctx.Deadline()
-	}
 	if parent, ok := w.d.parent.Deadline(); ok && parent.Before(w.d.at) {
 		return parent, true
 	}
