@@ -46,6 +46,12 @@ type batchItem struct {
 	n         int64        // the finish script's reply for the key
 	ferr      error        // the finish call's error
 	unacked   error        // WithMinReplicas: why too few replicas acknowledged the result
+
+	// On a *redis.Client the claim's reply is read raw (claimBatchRaw): raw is then set, and
+	// stored and claimErr hold the reply as claimReply gives it.
+	raw      *redis.RawCmd
+	stored   []byte
+	claimErr error
 }
 
 // errNotRun is the failure of a claimed item whose work the batch's run function never called.
@@ -151,9 +157,55 @@ func (g *Guard) claimBatch(ctx context.Context, b []batchItem, sent []int) ([]*r
 	if g.opts.minReplicas > 0 {
 		return g.claimBatchReplicated(ctx, b, sent, px)
 	}
+	if rc, ok := g.client.(*redis.Client); ok {
+		return nil, g.claimBatchRaw(ctx, rc, b, sent, px)
+	}
 	return nil, g.pipelined(ctx, b, sent, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
 		return p.Do(ctx, claimArgs(&c.call, px)...)
 	})
+}
+
+// claimBatchRaw is claimBatch on a standalone client: the claims' replies are read raw, as Do's
+// is (sendRawClaim), each item's left in its stored and claimErr. The claims whose replies were
+// error replies, or replies a claim never gets, are sent again as typed commands in one more
+// pipeline, their replies then in the items' reply, for go-redis to classify and retry as it does
+// any command's. It returns the round trips it took.
+func (g *Guard) claimBatchRaw(ctx context.Context, rc *redis.Client, b []batchItem, sent []int, px any) int {
+	trips := 0
+	for part := range slices.Chunk(sent, pipelineKeys) {
+		pipe := rc.Pipeline()
+		for _, i := range part {
+			b[i].raw = redis.NewRawCmd(ctx, claimArgs(&b[i].call, px)...)
+			_ = pipe.Process(ctx, b[i].raw) // queued: it cannot fail
+		}
+		_, _ = pipe.Exec(ctx) // each reply carries its own error
+		trips++
+	}
+	var again []int
+	for _, i := range sent {
+		c := &b[i]
+		raw, err := c.raw.Result()
+		if err != nil {
+			c.claimErr = err // no reply: the connection's error, already retried by go-redis
+			continue
+		}
+		stored, free, ok := parseBulkReply(raw)
+		switch {
+		case !ok:
+			c.raw = nil
+			again = append(again, i)
+		case free:
+			c.claimErr = redis.Nil
+		default:
+			c.stored = stored
+		}
+	}
+	if len(again) > 0 {
+		trips += g.pipelined(ctx, b, again, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
+			return p.Do(ctx, c.argv[:]...)
+		})
+	}
+	return trips
 }
 
 // claimedBatch reads the claim replies of the items of sent: it answers in outs and errs those

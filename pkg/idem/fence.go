@@ -140,9 +140,16 @@ func (g *Guard) claimBatchFenced(ctx context.Context, b []batchItem, idx []int) 
 
 // claimReply reads a batch item's claim reply as SET NX PX GET's: the record there, or
 // redis.Nil for a key now ours.
-func (g *Guard) claimReply(c *batchItem) (string, error) {
-	if g.opts.fencing {
-		return fencedReply(&c.call, c.reply)
+func (g *Guard) claimReply(c *batchItem) ([]byte, error) {
+	if c.raw != nil {
+		return c.stored, c.claimErr
 	}
-	return c.reply.Text()
+	var stored string
+	var err error
+	if g.opts.fencing {
+		stored, err = fencedReply(&c.call, c.reply)
+	} else {
+		stored, err = c.reply.Text()
+	}
+	return []byte(stored), err
 }

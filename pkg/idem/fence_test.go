@@ -93,7 +93,7 @@ func testFencedClaimRetriedFindsItsToken(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatalf("retried claim: %v", err)
 	}
-	out, claimed, err := g.claimed(c, Outcome{}, stored, err)
+	out, claimed, err := g.claimed(c, Outcome{}, []byte(stored), err)
 	if !claimed || c.fence != first {
 		t.Fatalf("retried claim: %v %v claimed=%v, token %d; want ours again with token %d", out.Kind, err, claimed, c.fence, first)
 	}

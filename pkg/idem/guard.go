@@ -112,21 +112,23 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 		return out, err
 	}
 	c.deadlines(ctx, g.opts)
-	var stored string
+	var stored []byte
 	var cerr error
 	var wait *redis.IntCmd // WithMinReplicas: the claim's WAIT (never with fencing, see validate)
 	out.RoundTrips++
 	if g.opts.fencing {
 		var trips int
-		stored, trips, cerr = g.claimFenced(ctx, c)
+		var s string
+		s, trips, cerr = g.claimFenced(ctx, c)
+		stored = []byte(s)
 		out.RoundTrips += trips - 1
 	} else {
 		stored, wait, cerr = g.sendClaim(ctx, c)
 	}
 	if isOOM(cerr) {
 		out.RoundTrips++
-		stored, cerr = g.client.Do(ctx, "get", c.rk).Text()
-		return g.observeFull(c, out, stored, cerr)
+		s, err := g.client.Do(ctx, "get", c.rk).Text()
+		return g.observeFull(c, out, s, err)
 	}
 	if cerr != nil && !errors.Is(cerr, redis.Nil) && g.opts.failOpen {
 		return g.runUnguarded(ctx, work)
@@ -265,7 +267,8 @@ func (g *Guard) completionArgs(c *call) ([]string, []any) {
 var errMismatch = fmt.Errorf("%w: the key was used before with a different payload", ErrMismatch)
 
 // claimed interprets the reply to the claim: claimed when the key is ours, else the outcome.
-func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outcome, claimed bool, _ error) {
+// stored, the record already there, is the caller's: the outcome may share its memory.
+func (g *Guard) claimed(c *call, out Outcome, stored []byte, err error) (_ Outcome, claimed bool, _ error) {
 	switch {
 	case errors.Is(err, redis.Nil):
 		return out, true, nil // the key was free
@@ -276,7 +279,7 @@ func (g *Guard) claimed(c *call, out Outcome, stored string, err error) (_ Outco
 		out.Kind = Unavailable
 		return out, false, fmt.Errorf("%w: claim: %w", ErrUnavailable, err)
 	}
-	rec, err := decodeStored(stored)
+	rec, err := decodeRecord(stored)
 	if err != nil {
 		out.Kind = Unavailable
 		return out, false, fmt.Errorf("%w: claim: %w", ErrUnavailable, err)

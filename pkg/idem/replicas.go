@@ -60,25 +60,34 @@ func (o options) validateReplicas() error {
 	return nil
 }
 
-// sendClaim sends c's claim and returns its reply, the record already there (redis.Nil when the
-// key was free), and with WithMinReplicas the reply of the WAIT pipelined after it on the same
-// connection (nil without). A client that can process a typed command (every go-redis client)
-// reads the reply as a string directly, without the generic reply's boxing.
-func (g *Guard) sendClaim(ctx context.Context, c *call) (string, *redis.IntCmd, error) {
+// sendClaim sends c's claim and returns its reply, the record already there (nil and redis.Nil
+// when the key was free), and with WithMinReplicas the reply of the WAIT pipelined after it on
+// the same connection (nil without). The record is the caller's: what is decoded from it may
+// share its memory.
+//
+// A *redis.Client reads the reply raw (sendRawClaim). Any other client that can process a typed
+// command (every go-redis client) reads it as a string directly, without the generic reply's
+// boxing.
+func (g *Guard) sendClaim(ctx context.Context, c *call) ([]byte, *redis.IntCmd, error) {
 	args := claimArgs(c, nil)
 	if g.opts.minReplicas == 0 {
+		if rc, ok := g.client.(*redis.Client); ok {
+			if stored, ok, err := sendRawClaim(ctx, rc, args); ok {
+				return stored, nil, err
+			}
+		}
 		if p, ok := g.client.(processor); ok {
 			cmd := redis.NewStringCmd(ctx, args...)
 			_ = p.Process(ctx, cmd) // the reply carries its own error
-			stored, err := cmd.Result()
+			stored, err := cmd.Bytes()
 			return stored, nil, err
 		}
 		stored, err := g.client.Do(ctx, args...).Text()
-		return stored, nil, err
+		return []byte(stored), nil, err
 	}
 	pipe, err := g.keyPipeline(ctx, c.rk)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	set := pipe.Do(ctx, args...)
 	wait := g.waitCmd(ctx, pipe)
@@ -87,7 +96,7 @@ func (g *Guard) sendClaim(ctx context.Context, c *call) (string, *redis.IntCmd, 
 		cc.ReloadState(ctx) // the next claim of a key of this slot goes to its new node
 	}
 	stored, err := set.Text()
-	return stored, wait, err
+	return []byte(stored), wait, err
 }
 
 // processor is the part of a go-redis client that runs a typed command.
