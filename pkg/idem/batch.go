@@ -265,8 +265,8 @@ func (g *Guard) finishBatch(ctx context.Context, b []batchItem, claimed []int, o
 	if len(finish) == 0 {
 		return 0
 	}
-	sctx, cancel := g.storeContext(ctx, earliestStoreEnd(b, finish))
-	defer cancel()
+	sctx := g.storeContext(ctx, earliestStoreEnd(b, finish))
+	defer endStore(sctx)
 	trips := g.finish(sctx, b, finish)
 	for _, i := range finish {
 		c := &b[i]

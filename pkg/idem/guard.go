@@ -37,6 +37,8 @@ type Guard struct {
 	eviction evictionState
 	// resultTTLms is the result TTL in milliseconds, boxed once for the complete script.
 	resultTTLms any
+	// stores ends the final store calls' contexts at their deadlines (storeContext).
+	stores alarm
 }
 
 type cachedResult struct {
@@ -142,8 +144,8 @@ func (g *Guard) do(ctx context.Context, c *call, key Key, fp Fingerprint, work W
 	}
 
 	res, werr := g.run(ctx, c, work)
-	sctx, cancel := g.storeContext(ctx, c.storeEnd)
-	defer cancel()
+	sctx := g.storeContext(ctx, c.storeEnd)
+	defer endStore(sctx)
 	if werr != nil {
 		n, trips, rerr := g.scripts.run(sctx, releaseScript, []string{c.rk}, c.owner())
 		out.RoundTrips += trips
@@ -407,12 +409,20 @@ func (g *Guard) completed(c *call, out Outcome, res Result, n int64, err error) 
 // storeEnd (work that outran its context) has no deadline of its own: it only learns what became
 // of the key, within the client's timeouts. When Lambda runs the function, whose claims outlast
 // the invocation (lockMargin), the invocation ends first.
-func (g *Guard) storeContext(ctx context.Context, storeEnd time.Time) (context.Context, context.CancelFunc) {
+// The guard's store contexts share one timer (storectx.go); endStore ends one.
+func (g *Guard) storeContext(ctx context.Context, storeEnd time.Time) context.Context {
 	sctx := context.WithoutCancel(ctx)
 	if !g.opts.now().Before(storeEnd) {
-		return sctx, func() {}
+		return sctx
 	}
-	return context.WithDeadline(sctx, storeEnd)
+	return g.stores.start(sctx, storeEnd)
+}
+
+// endStore ends sctx, a context from storeContext, once its call is over.
+func endStore(sctx context.Context) {
+	if s, ok := sctx.(*storeCtx); ok {
+		s.release()
+	}
 }
 
 func (g *Guard) runUnguarded(ctx context.Context, work Work) (Outcome, error) {

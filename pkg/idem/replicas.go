@@ -241,8 +241,8 @@ func (g *Guard) replicated(ctx context.Context, c *call, out Outcome, wait *redi
 	if short == nil {
 		return out, true, nil
 	}
-	sctx, cancel := g.storeContext(ctx, c.storeEnd)
-	defer cancel()
+	sctx := g.storeContext(ctx, c.storeEnd)
+	defer endStore(sctx)
 	n, trips, err := g.scripts.run(sctx, releaseScript, []string{c.rk}, c.owner())
 	out.RoundTrips += trips
 	out.Kind = Unavailable
@@ -364,8 +364,8 @@ func (g *Guard) replicatedBatch(ctx context.Context, b []batchItem, claimed []in
 	if len(short) == 0 {
 		return kept, 0
 	}
-	sctx, cancel := g.storeContext(ctx, earliestStoreEnd(b, short))
-	defer cancel()
+	sctx := g.storeContext(ctx, earliestStoreEnd(b, short))
+	defer endStore(sctx)
 	trips := g.pipelined(sctx, b, short, func(p redis.Pipeliner, c *batchItem) *redis.Cmd {
 		// The source, not the SHA: this rare path cannot tell whether this node compiled it.
 		return releaseScript.Eval(sctx, p, []string{c.rk}, c.owner())
