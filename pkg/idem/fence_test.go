@@ -188,9 +188,7 @@ func TestWorkContextMakesItsTimerOnlyForDone(t *testing.T) {
 	if err := w.Err(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("released: Err %v; want Canceled", err)
 	}
-	select {
-	case <-w.Done():
-	default:
+	if !isDone(w) {
 		t.Fatal("released: Done not closed")
 	}
 
@@ -245,9 +243,7 @@ func TestWorkContextEndsAtTheDeadlineWithoutItsTimer(t *testing.T) {
 // Past the deadline, Done alone ends the context, for work that only selects on it.
 func TestWorkContextDoneClosesPastTheDeadline(t *testing.T) {
 	w := &workContext{d: untimedDeadline(t, time.Now().Add(-time.Millisecond))}
-	select {
-	case <-w.Done():
-	default:
+	if !isDone(w) {
 		t.Fatal("Done not closed past the deadline")
 	}
 	if err := w.Err(); !errors.Is(err, context.DeadlineExceeded) {
