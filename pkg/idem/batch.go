@@ -16,6 +16,9 @@ type Item struct {
 	Key         Key
 	Fingerprint Fingerprint
 	Work        Work
+	// Order, when its Object is set, orders the item among the events of its object as
+	// DoOrdered does. The zero Order: not ordered.
+	Order Order
 }
 
 // A large batch goes to the store in parts, so that no command holds Redis for long and no reply

@@ -55,11 +55,11 @@ const (
 )
 
 var kindNames = [...]string{"", "executed", "replayed", "in_progress", "mismatch", "lock_lost",
-	"not_stored", "unavailable", "executed_unguarded", "invalid_key", "failed", "not_replayable"}
+	"not_stored", "unavailable", "executed_unguarded", "invalid_key", "failed", "not_replayable", "superseded"}
 
 // String returns the outcome name used in logs: executed, replayed, in_progress, mismatch,
-// lock_lost, not_stored, unavailable, executed_unguarded, invalid_key, failed or
-// not_replayable.
+// lock_lost, not_stored, unavailable, executed_unguarded, invalid_key, failed, not_replayable
+// or superseded.
 func (k Kind) String() string {
 	if k <= 0 || int(k) >= len(kindNames) {
 		return fmt.Sprintf("Kind(%d)", int(k))
@@ -115,4 +115,7 @@ var (
 	// ErrNotReplayable: the work ran for this key before, but its result could not be stored,
 	// so there is nothing to return; the work does not run again (Kind NotReplayable).
 	ErrNotReplayable = errors.New("idem: executed before, result not replayable")
+	// ErrSuperseded (Kind Superseded): an event of the same object with a newer Version
+	// completed before this one could run; the work does not run for this key.
+	ErrSuperseded = errors.New("idem: superseded by a newer event of the same object")
 )
