@@ -75,15 +75,24 @@ var errNotRun = errors.New("idem: the batch did not run this item")
 // it succeeded). run may call work concurrently, and must return only after every call it made
 // returned. An index it leaves uncalled counts as failed: its claim is released and nothing is
 // stored. work(i) for an index not given runs nothing and returns nil when the item was answered
-// by a replay, an error otherwise (in progress, mismatch, ...), so that a run that keeps items
+// by a replay (or was Superseded), an error otherwise (in progress, mismatch, ...), so that a run that keeps items
 // in order can tell whether an earlier item it was not given succeeded; a second call of work(i)
 // runs nothing and returns an error. A nil run calls every work in order, one after another.
+//
+// An item with an Order is ordered among the events of its object as DoOrdered orders it
+// (Superseded, or InProgress while another event of the object runs, a second item of one object
+// in the batch among them), in the same two round trips: a batch with ordered items sends every
+// item's claim, completion and release as a call of its own. A guard built WithFencing or
+// WithMinReplicas answers such a batch Unavailable, every item of it.
 //
 // The same key may appear twice in a batch: the first claims it, the second finds it in
 // progress. DoBatch returns one Outcome and one error per item, in the order of items, as Do
 // would; Outcome.RoundTrips is the number of round trips of the whole batch (0 for an item
 // answered without the store: an invalid key, a replay from the local cache).
 func (g *Guard) DoBatch(ctx context.Context, items []Item, run func(claimed []int, work func(i int) error)) ([]Outcome, []error) {
+	if hasOrdered(items) {
+		return g.doBatchOrdered(ctx, items, run) // ordered_batch.go
+	}
 	outs := make([]Outcome, len(items))
 	errs := make([]error, len(items))
 	b := make([]batchItem, len(items))
@@ -298,7 +307,7 @@ func (g *Guard) runBatch(ctx context.Context, items []Item, b []batchItem, claim
 	work := func(i int) error {
 		if i >= 0 && i < len(items) && b[i].state.Load() == 0 {
 			// Answered at the claim, before run: its outcome is settled and not written again.
-			if outs[i].Kind == Replayed {
+			if outs[i].Kind == Replayed || outs[i].Kind == Superseded {
 				return nil
 			}
 			return fmt.Errorf("idem: batch item %d was not claimed (%s): %w", i, outs[i].Kind, errs[i])

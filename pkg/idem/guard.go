@@ -201,7 +201,12 @@ func (g *Guard) start(c *call, key Key, fp Fingerprint, now time.Time) (out Outc
 	if err := key.Validate(); err != nil {
 		return Outcome{Kind: InvalidKey}, false, err
 	}
-	*c = call{key: key, fp: fp, rk: key.redisKey(g.opts.prefix), now: now}
+	return g.begin(c, key, key.redisKey(g.opts.prefix), fp, now)
+}
+
+// begin is start for a valid key whose record is rk.
+func (g *Guard) begin(c *call, key Key, rk string, fp Fingerprint, now time.Time) (out Outcome, ok bool, err error) {
+	*c = call{key: key, fp: fp, rk: rk, now: now}
 	if out, ok := g.fromCache(c.rk, fp, c.now); ok {
 		if out.Kind == Mismatch {
 			return out, false, errMismatch
@@ -321,6 +326,8 @@ func (g *Guard) observe(out Outcome, c *call, rec record) (Outcome, error) {
 	case rec.fingerprint != c.fp:
 		out.Kind = Mismatch
 		return out, errMismatch
+	case rec.superseded:
+		return superseded(out, rec.supersededBy)
 	case rec.unreplayable:
 		out.Kind = NotReplayable
 		return out, fmt.Errorf("%w: the work ran and will not run again", ErrNotReplayable)

@@ -40,6 +40,8 @@ type options struct {
 	replicaTimeout time.Duration
 	// unsafeEviction: WithUnsafeEviction (eviction.go).
 	unsafeEviction EvictionAction
+	// orderTTL: WithOrderTTL (ordering.go); 0 means the result TTL.
+	orderTTL time.Duration
 }
 
 func defaultOptions() options {
@@ -84,12 +86,12 @@ func (o options) validate() error {
 		return fmt.Errorf("idem: empty key prefix")
 	case o.resultTTL < time.Millisecond:
 		return fmt.Errorf("idem: result TTL %s is below 1ms", o.resultTTL)
-	case o.lockTTL < 0, o.cacheSize < 0, o.cacheTTL < 0:
+	case o.lockTTL < 0, o.cacheSize < 0, o.cacheTTL < 0, o.orderTTL < 0:
 		return fmt.Errorf("idem: negative option")
 	case o.lockTTL != 0 && o.lockTTL <= safetyMargin:
 		return fmt.Errorf("idem: lock TTL %s must exceed the safety margin %s", o.lockTTL, safetyMargin)
 	}
-	return errors.Join(o.validatePrefix(), o.validateReplicas(), o.unsafeEviction.validate())
+	return errors.Join(o.validatePrefix(), o.validateReplicas(), o.unsafeEviction.validate(), o.validateOrder())
 }
 
 func (o options) validatePrefix() error {

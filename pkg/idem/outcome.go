@@ -9,7 +9,8 @@ import (
 // Kind says what Do did. It is the one thing to branch on: every Kind fully describes what
 // happened to the work and to the stored record. The Kinds in which nothing of the work is
 // returned have a sentinel error, which Do's error matches with errors.Is: InProgress
-// ErrInProgress, Mismatch ErrMismatch, InvalidKey ErrInvalidKey, Unavailable ErrUnavailable.
+// ErrInProgress, Mismatch ErrMismatch, InvalidKey ErrInvalidKey, Unavailable ErrUnavailable,
+// Superseded ErrSuperseded.
 type Kind int
 
 // The outcomes of Do.
@@ -52,6 +53,11 @@ const (
 	// runs the work again. In the call that ran the work, Outcome.Ran is true and Outcome.Result
 	// is its result; every later call of the key gets NotReplayable with no result.
 	NotReplayable
+	// Superseded: an ordered event (DoOrdered, Item.Order) whose Version is older than that of
+	// an event of the same object that completed successfully. The work did not run, and does
+	// not run for this key: a marker is kept for the result TTL, so every retry is Superseded
+	// too. Outcome.SupersededBy is the newer Version. The error matches ErrSuperseded.
+	Superseded
 )
 
 var kindNames = [...]string{"", "executed", "replayed", "in_progress", "mismatch", "lock_lost",
@@ -85,6 +91,9 @@ type Outcome struct {
 	// and ExecutedUnguarded, and for the NotReplayable of the call whose result could not be
 	// stored.
 	Ran bool
+	// SupersededBy is the Version of the newer event of the same object that superseded this
+	// one (Superseded), as its object's watermark held it when this event was first refused.
+	SupersededBy int64
 }
 
 // Result is what the work produces and what a replay returns: an HTTP-shaped response, so the

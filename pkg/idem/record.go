@@ -7,15 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 	"unsafe"
 )
 
-// A record is stored as one Redis string value. Both kinds share a fixed header so the Lua
+// A record is stored as one Redis string value. Every kind shares a fixed header so the Lua
 // scripts can check ownership with one string.sub:
 //
 //	byte 0       format version (1)
-//	byte 1       kind: 'P' in progress, 'C' completed, 'N' executed but not replayable
+//	byte 1       kind: 'P' in progress, 'C' completed, 'N' executed but not replayable,
+//	             'S' superseded (an ordered event that did not run)
 //	bytes 2-17   owner token (16 random bytes)
 //	bytes 18-49  payload fingerprint (SHA-256)
 //	bytes 50-57  expiry, Unix milliseconds, big-endian (claim expiry or result expiry)
@@ -23,6 +25,11 @@ import (
 // An in-progress record of a fenced guard (WithFencing) continues with its fencing token in
 // decimal, which the claim script appends; a claim retried after a lost reply reads it back.
 // A not-replayable marker ends after the header.
+//
+// A superseded marker is what the ordered claim (claim_ordered.lua) writes at the key of an event
+// older than its object's watermark: the header (the event's token and fingerprint, the result
+// expiry) followed by the watermark's Version in decimal (an optional '-', then digits without a
+// leading zero), the newest Version of the object that had completed.
 //
 // A completed record continues with uvarint status, uvarint header count, then per header
 // uvarint length + name and uvarint length + value, then uvarint length + body, and nothing after.
@@ -37,6 +44,7 @@ const (
 	kindInProgress = 'P'
 	kindCompleted  = 'C'
 	kindMarker     = 'N'
+	kindSuperseded = 'S'
 	tokenSize      = 16
 	headerSize     = 2 + tokenSize + sha256.Size + 8
 	// ownerPrefixSize is the header prefix the scripts compare: version, kind, token.
@@ -56,6 +64,10 @@ type record struct {
 	unreplayable bool
 	// fence is the fencing token of a fenced in-progress record; 0 for any other.
 	fence uint64
+	// superseded marks a superseded marker (completed too): the event did not run, since
+	// supersededBy, its object's watermark, was newer.
+	superseded   bool
+	supersededBy int64
 }
 
 func putHeader(b []byte, kind byte, tok token, fp Fingerprint, expiresAt time.Time) {
@@ -124,6 +136,8 @@ func decodeRecord(b []byte) (record, error) {
 			err = rec.decodeClaim(rest)
 		case kindMarker:
 			err = rec.decodeMarker(rest)
+		case kindSuperseded:
+			err = rec.decodeSuperseded(rest)
 		case kindCompleted:
 			err = rec.decodeCompleted(rest)
 		default:
@@ -173,6 +187,17 @@ func (rec *record) decodeMarker(rest []byte) error {
 		return fmt.Errorf("%w: %d trailing bytes after a not-replayable marker", errCorruptRecord, len(rest))
 	}
 	rec.completed, rec.unreplayable = true, true
+	return nil
+}
+
+// decodeSuperseded reads what follows a superseded marker's header: the watermark's Version in
+// canonical decimal, and nothing after.
+func (rec *record) decodeSuperseded(rest []byte) error {
+	v, err := strconv.ParseInt(string(rest), 10, 64)
+	if err != nil || strconv.FormatInt(v, 10) != string(rest) {
+		return fmt.Errorf("%w: superseded marker: malformed version", errCorruptRecord)
+	}
+	rec.completed, rec.superseded, rec.supersededBy = true, true, v
 	return nil
 }
 

@@ -15,6 +15,7 @@ var sentinels = map[Kind]error{
 	Mismatch:    ErrMismatch,
 	InvalidKey:  ErrInvalidKey,
 	Unavailable: ErrUnavailable,
+	Superseded:  ErrSuperseded,
 }
 
 // checkVocabulary fails unless err matches the sentinel of kind, and only that one.

@@ -15,8 +15,9 @@ type guardScript struct {
 }
 
 // guardScripts are the scripts a guard may call, with their source: completion, release and
-// the batch's finish.
-var guardScripts = []guardScript{{completeScript, completeSource}, {releaseScript, releaseSource}, {finishScript, finishSource}}
+// the batch's finish, and the ordered claim, completion and release (ordering.go).
+var guardScripts = []guardScript{{completeScript, completeSource}, {releaseScript, releaseSource}, {finishScript, finishSource},
+	{claimOrderedScript, claimOrderedSource}, {completeOrderedScript, completeOrderedSource}, {releaseOrderedScript, releaseOrderedSource}}
 
 // Warm readies g for its first call, for a function's init: the server compiles every script
 // the guard may call (on a cluster, every node; the fenced claim's too, with WithFencing), so that the first completion or release sends
