@@ -293,6 +293,7 @@ func (g *Guard) finishBatch(ctx context.Context, b []batchItem, claimed []int, o
 
 // runBatch runs the works of the claimed items through run, leaving each one's result and error
 // in b (and the outcome of an unguarded one in outs and errs).
+//
 //cyclo:the work function's checks of an index (answered, unclaimed, unguarded, own deadline), each one branch
 func (g *Guard) runBatch(ctx context.Context, items []Item, b []batchItem, claimed []int, outs []Outcome, errs []error, run func([]int, func(int) error)) {
 	for _, i := range claimed {

@@ -22,6 +22,7 @@ func hasOrdered(items []Item) bool {
 }
 
 // doBatchOrdered is DoBatch for a batch with ordered items.
+//
 //cyclo:the stages of DoBatch in order (start, claim, run, finish), each a short loop over the items
 func (g *Guard) doBatchOrdered(ctx context.Context, items []Item, run func(claimed []int, work func(i int) error)) ([]Outcome, []error) {
 	outs := make([]Outcome, len(items))

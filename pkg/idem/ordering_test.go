@@ -8,6 +8,7 @@ import (
 
 // An older event after a newer one completed is Superseded, in one round trip, and stays so on
 // retry; equal and newer versions run; a newer failure supersedes nothing.
+//
 //cyclo:one check per step of the object's history, each failing with its outcome
 func TestOrderedOlderEventAfterANewerCompletedIsSuperseded(t *testing.T) {
 	b := miniredisBackend(t)
