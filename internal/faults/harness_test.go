@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -50,35 +51,67 @@ const (
 	claimNotChecked claimState = iota
 	// claimHeld: an in-progress record, as the guard leaves it while the work runs.
 	claimHeld
-	// claimMissing: no record at all: the work ran without a claim, or the claim was evicted.
+	// claimMissing: no record at all while the claim had to be held: the work ran without a
+	// claim, or the claim was evicted.
 	claimMissing
 	// claimCompleted: a completed record: the event had been executed already.
 	claimCompleted
 	// claimUnknown: Redis did not answer the check (it was down).
 	claimUnknown
+	// claimExpiredAfterStart: no record, read when the claim may have expired since the work
+	// started: the check reached Redis (by the server's clock) after the work's deadline plus the
+	// guard's safety margin, the earliest the guard lets a claim expire. A slow check on a busy
+	// host, not a broken promise; the work's start is judged by its context (claimLateStart).
+	claimExpiredAfterStart
+	// claimLateStart: the work started with its context ended: past its deadline, when its claim
+	// may already have expired. The guard must never start work then.
+	claimLateStart
 )
 
 func (c claimState) String() string {
-	return [...]string{"not checked", "held", "missing", "completed", "unknown"}[c]
+	return [...]string{"not checked", "held", "missing", "completed", "unknown", "expired after the work started", "started after its deadline"}[c]
 }
 
+// claimMargin is how long before a claim's expiry, at the earliest, the guard ends its work's
+// context (pkg/idem's safety margin): a claim is held until the work's deadline plus this.
+const claimMargin = 500 * time.Millisecond
+
+// checkScript reads the server's clock and the record in one atomic step.
+var checkScript = redis.NewScript(`local t = redis.call('TIME')
+return {t[1], t[2], redis.call('GET', KEYS[1])}`)
+
 // claimChecker returns a function that looks at the record of a Stripe event through admin,
-// a client that bypasses every injected fault.
-func claimChecker(admin redis.UniversalClient, prefix string) func(id string) claimState {
-	return func(id string) claimState {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		defer cancel()
-		v, err := admin.Get(ctx, recordKey(prefix, "stripe", id)).Bytes()
-		switch {
-		case err == redis.Nil:
-			return claimMissing
-		case err != nil:
-			return claimUnknown
-		case len(v) > 1 && v[1] == 'P':
-			return claimHeld
-		default:
-			return claimCompleted
+// a client that bypasses every injected fault, from the context its work started with. A
+// missing record counts as missing only when the server read it while the claim had to be held
+// (before the work's deadline plus claimMargin, by the server's clock, the clock of the claim's
+// TTL): a check delayed past that on a busy host cannot tell, and says so, rather than blaming
+// or excusing the guard.
+func claimChecker(admin redis.UniversalClient, prefix string) func(ctx context.Context, id string) claimState {
+	return func(work context.Context, id string) claimState {
+		if work.Err() != nil {
+			return claimLateStart
 		}
+		deadline, hasDeadline := work.Deadline()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		v, err := checkScript.Run(ctx, admin, []string{recordKey(prefix, "stripe", id)}).Slice()
+		if err != nil || len(v) < 2 {
+			return claimUnknown
+		}
+		sec, _ := strconv.ParseInt(fmt.Sprint(v[0]), 10, 64)
+		usec, _ := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
+		read := time.Unix(sec, usec*1000)
+		if len(v) < 3 {
+			if hasDeadline && !read.Before(deadline.Add(claimMargin)) {
+				return claimExpiredAfterStart
+			}
+			return claimMissing
+		}
+		rec, _ := v[2].(string)
+		if len(rec) > 1 && rec[1] == 'P' {
+			return claimHeld
+		}
+		return claimCompleted
 	}
 }
 
@@ -101,7 +134,7 @@ type recorder struct {
 	attempts   []attempt
 
 	// checkClaim, when set, is asked at the start of every execution what Redis holds.
-	checkClaim func(id string) claimState
+	checkClaim func(ctx context.Context, id string) claimState
 	// hook, when set, runs inside the work before it completes; an error fails the work.
 	hook func(ctx context.Context, env int, id string) error
 }
@@ -130,7 +163,7 @@ func (s envSink) Send(ctx context.Context, e sink.Event) error {
 	x := execution{event: e.ID, env: s.env, at: time.Now(), claim: claimNotChecked}
 	x.attempt = webhookfleet.AttemptID(ctx)
 	if s.r.checkClaim != nil {
-		x.claim = s.r.checkClaim(e.ID)
+		x.claim = s.r.checkClaim(ctx, e.ID)
 	}
 	if s.r.hook != nil {
 		if err := s.r.hook(ctx, s.env, e.ID); err != nil {
@@ -220,7 +253,7 @@ func claimCounts(executions []execution) map[claimState]int {
 func checkWorkRanUnderClaims(t *testing.T, executions []execution) {
 	t.Helper()
 	for _, x := range executions {
-		if x.claim == claimMissing || x.claim == claimCompleted {
+		if x.claim == claimMissing || x.claim == claimCompleted || x.claim == claimLateStart {
 			t.Errorf("event %s executed by attempt %d with its record %s: work ran unguarded", x.event, x.attempt, x.claim)
 		}
 	}

@@ -353,6 +353,12 @@ func (g *Guard) run(ctx context.Context, c *call, work Work) (Result, error) {
 // runIn is run with ctx already ending at the call's work deadline. A result that cannot be
 // stored after the work succeeded becomes a marker: the work ran, and must not run again.
 func (g *Guard) runIn(ctx context.Context, c *call, work Work) (Result, error) {
+	// Work starts only while its claim is held with the safety margin left: a claim whose reply
+	// came late (a slow or retried command, a starved process), or a batch item called late, is
+	// released without running, so that the next delivery runs it under a claim of its own.
+	if !g.opts.now().Before(c.workDeadline) {
+		return Result{}, errClaimTooLate
+	}
 	res, err := runWork(ctx, work)
 	if err != nil {
 		if unenc := (*unencodable.Error)(nil); errors.As(err, &unenc) {
