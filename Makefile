@@ -15,7 +15,7 @@ URL ?= http://127.0.0.1:3000
 N ?= 1
 TEST_FLAGS ?= -race -timeout 20m
 
-.PHONY: all deps build build-lambda deploy-check run send events test test-faults test-rie fuzz lint bench bench-test load compare api-count cyclo clean
+.PHONY: all deps build build-lambda deploy-check run send events test test-busy test-faults test-rie fuzz lint bench bench-test load compare api-count cyclo clean
 all: build
 
 deps:
@@ -50,6 +50,14 @@ test: deps
 test-faults: deps
 	bash .ci/ensure-redis
 	$(GO) test $(TEST_FLAGS) -count=1 -v ./internal/faults/...
+
+# The fault tests on a busy host: BUSY CPU-bound loops (default 6) beside them, under -race.
+BUSY ?= 6
+test-busy: deps
+	bash .ci/ensure-redis
+	@set -e; pids=; for i in $$(seq $(BUSY)); do (while :; do :; done) & pids="$$pids $$!"; done; \
+	  trap 'kill $$pids 2>/dev/null' EXIT; \
+	  $(GO) test $(TEST_FLAGS) -count=1 ./internal/faults/... ./pkg/idem/...
 
 test-rie: deps
 	$(GO) test -count=1 -v ./internal/rietest/...
