@@ -264,16 +264,7 @@ func (g *Guard) observeFullBatch(ctx context.Context, b []batchItem, full []int,
 // An unguarded item has nothing in the store: only a work the run never called changes its
 // outcome.
 func (g *Guard) finishBatch(ctx context.Context, b []batchItem, claimed []int, outs []Outcome, errs []error) int {
-	var finish []int
-	for _, i := range claimed {
-		if c := &b[i]; c.unguarded {
-			if c.werr == errNotRun {
-				outs[i], errs[i] = Outcome{Kind: Failed}, errNotRun
-			}
-			continue
-		}
-		finish = append(finish, i)
-	}
+	finish := guardedItems(b, claimed, outs, errs)
 	if len(finish) == 0 {
 		return 0
 	}
@@ -289,6 +280,23 @@ func (g *Guard) finishBatch(ctx context.Context, b []batchItem, claimed []int, o
 		}
 	}
 	return trips
+}
+
+// guardedItems returns the items of claimed that hold a claim in the store, to be finished there.
+// An unguarded item (fail open) has nothing in the store: only a work the run never called
+// changes its outcome, to Failed.
+func guardedItems(b []batchItem, claimed []int, outs []Outcome, errs []error) []int {
+	var finish []int
+	for _, i := range claimed {
+		if c := &b[i]; c.unguarded {
+			if c.werr == errNotRun {
+				outs[i], errs[i] = Outcome{Kind: Failed}, errNotRun
+			}
+			continue
+		}
+		finish = append(finish, i)
+	}
+	return finish
 }
 
 // runBatch runs the works of the claimed items through run, leaving each one's result and error

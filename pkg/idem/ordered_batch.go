@@ -69,17 +69,9 @@ func (g *Guard) doBatchOrdered(ctx context.Context, items []Item, run func(claim
 	if len(full) > 0 {
 		trips += g.observeFullBatch(ctx, b, full, outs, errs)
 	}
-	// A claim whose reply came after the work's deadline does not run: it is released.
-	var runnable []int
-	for _, i := range claimed {
-		if b[i].unguarded || claimedAt.Before(b[i].workDeadline) {
-			runnable = append(runnable, i)
-		} else {
-			b[i].werr = errClaimTooLate
-		}
-	}
-	if len(runnable) > 0 {
-		g.runBatch(ctx, items, b, runnable, outs, errs, run)
+	// A claim whose reply came after the work's deadline does not run (runIn): it is released.
+	if len(claimed) > 0 {
+		g.runBatch(ctx, items, b, claimed, outs, errs, run)
 	}
 	trips += g.finishOrderedBatch(ctx, items, b, ord, claimed, outs, errs)
 	for _, i := range sent {
@@ -192,16 +184,7 @@ func (g *Guard) claimedOrderedBatch(items []Item, b []batchItem, sent []int, out
 // stored, or its claim released, by a call of its own (the ordered completion or release, or the
 // finish script for one key), all in one pipeline. It returns the round trips it took.
 func (g *Guard) finishOrderedBatch(ctx context.Context, items []Item, b []batchItem, ord []orderedCall, claimed []int, outs []Outcome, errs []error) int {
-	var finish []int
-	for _, i := range claimed {
-		if c := &b[i]; c.unguarded {
-			if c.werr == errNotRun {
-				outs[i], errs[i] = Outcome{Kind: Failed}, errNotRun
-			}
-			continue
-		}
-		finish = append(finish, i)
-	}
+	finish := guardedItems(b, claimed, outs, errs)
 	if len(finish) == 0 {
 		return 0
 	}

@@ -260,11 +260,7 @@ func (g *Guard) doOrdered(ctx context.Context, c *call, o *orderedCall, key Key,
 		return out, err
 	}
 	c.storeEnd = g.opts.now().Add(c.lockTTL) // the claim's reply has just come
-	var res Result
-	werr := errClaimTooLate
-	if g.opts.now().Before(c.workDeadline) {
-		res, werr = g.run(ctx, c, work)
-	}
+	res, werr := g.run(ctx, c, work)         // nothing runs past the work's deadline (runIn)
 	sctx := g.storeContext(ctx, c.storeEnd)
 	defer endStore(sctx)
 	if werr != nil {
