@@ -66,10 +66,14 @@ const (
 	// claimLateStart: the work started with its context ended: past its deadline, when its claim
 	// may already have expired. The guard must never start work then.
 	claimLateStart
+	// claimErasedByRestart: no record, or another owner's completed one, read by a server that
+	// restarted after the check was asked: a restart without persistence erases the claim (the
+	// window the restart test measures), so such a read cannot judge the start.
+	claimErasedByRestart
 )
 
 func (c claimState) String() string {
-	return [...]string{"not checked", "held", "missing", "completed", "unknown", "expired after the work started", "started after its deadline"}[c]
+	return [...]string{"not checked", "held", "missing", "completed", "unknown", "expired after the work started", "started after its deadline", "erased by a restart after the work started"}[c]
 }
 
 // claimMargin is how long before a claim's expiry, at the earliest, the guard ends its work's
@@ -88,31 +92,55 @@ return {t[1], t[2], redis.call('GET', KEYS[1])}`)
 // or excusing the guard.
 func claimChecker(admin redis.UniversalClient, prefix string) func(ctx context.Context, id string) claimState {
 	return func(work context.Context, id string) claimState {
-		if work.Err() != nil {
-			return claimLateStart
-		}
-		deadline, hasDeadline := work.Deadline()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		v, err := checkScript.Run(ctx, admin, []string{recordKey(prefix, "stripe", id)}).Slice()
-		if err != nil || len(v) < 2 {
-			return claimUnknown
-		}
-		sec, _ := strconv.ParseInt(fmt.Sprint(v[0]), 10, 64)
-		usec, _ := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
-		read := time.Unix(sec, usec*1000)
-		if len(v) < 3 {
-			if hasDeadline && !read.Before(deadline.Add(claimMargin)) {
-				return claimExpiredAfterStart
-			}
-			return claimMissing
-		}
-		rec, _ := v[2].(string)
-		if len(rec) > 1 && rec[1] == 'P' {
-			return claimHeld
-		}
-		return claimCompleted
+		s, _ := checkClaim(work, admin, prefix, id)
+		return s
 	}
+}
+
+// restartClaimChecker is claimChecker for a server that restarts: restarting returns when its
+// last stop began and when it began to start again (zero before). A record missing, or
+// completed by another owner, counts as erased by the restart, not as a breach, when the check
+// was asked before the stop began and read by the restarted server (by the server's clock).
+func restartClaimChecker(admin redis.UniversalClient, prefix string, restarting func() (stopped, started time.Time)) func(ctx context.Context, id string) claimState {
+	return func(work context.Context, id string) claimState {
+		asked := time.Now()
+		s, read := checkClaim(work, admin, prefix, id)
+		if s == claimMissing || s == claimCompleted {
+			if stopped, started := restarting(); !stopped.IsZero() && asked.Before(stopped) && !started.IsZero() && read.After(started) {
+				return claimErasedByRestart
+			}
+		}
+		return s
+	}
+}
+
+// checkClaim reads what Redis holds for the Stripe event id from the context its work started
+// with, and when the server read it.
+func checkClaim(work context.Context, admin redis.UniversalClient, prefix, id string) (claimState, time.Time) {
+	if work.Err() != nil {
+		return claimLateStart, time.Time{}
+	}
+	deadline, hasDeadline := work.Deadline()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	v, err := checkScript.Run(ctx, admin, []string{recordKey(prefix, "stripe", id)}).Slice()
+	if err != nil || len(v) < 2 {
+		return claimUnknown, time.Time{}
+	}
+	sec, _ := strconv.ParseInt(fmt.Sprint(v[0]), 10, 64)
+	usec, _ := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
+	read := time.Unix(sec, usec*1000)
+	if len(v) < 3 {
+		if hasDeadline && !read.Before(deadline.Add(claimMargin)) {
+			return claimExpiredAfterStart, read
+		}
+		return claimMissing, read
+	}
+	rec, _ := v[2].(string)
+	if len(rec) > 1 && rec[1] == 'P' {
+		return claimHeld, read
+	}
+	return claimCompleted, read
 }
 
 // execution is one run of the webhook function's work: the sink accepting an event.

@@ -32,6 +32,8 @@ import (
 //
 //	test -> child   round <r> <n>     claim keys paused_<r>_<i>, i < n, each in its own goroutine
 //	child -> test   claimed <i> <t>   key i is claimed with token t; its work waits for "go"
+//	child -> test   unclaimed <i> <k> key i's work did not run (outcome k: a claim answered too
+//	                                  late on a busy host); the trial does not count
 //	test -> child   go                (sent while the child is stopped, read once it resumes)
 //	child -> test   result <i> sent=<n> plain=<ok|done> store=<status> ledger=<status> kind=<k>
 //	child -> test   done <r>
@@ -113,11 +115,13 @@ func runPausedChild() int {
 func pausedWork(g *idem.Guard, store string, dyn *ledger.DynamoDB, r, i int, resume <-chan struct{}, say func(string, ...any)) {
 	key := pausedKey(r, i)
 	var res string
+	ran := false
 	out, _ := g.Do(context.Background(), idem.Key{Scope: "paused", ID: key}, idem.Fingerprint{}, func(ctx context.Context) (idem.Result, error) {
 		fence, _ := idem.FenceFrom(ctx)
 		deadline, _ := ctx.Deadline()
 		plain, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
+		ran = true
 		say("claimed %d %d", i, fence)
 		<-resume
 		plainState := "ok"
@@ -138,6 +142,10 @@ func pausedWork(g *idem.Guard, store string, dyn *ledger.DynamoDB, r, i int, res
 		res = fmt.Sprintf("sent=%d plain=%s store=%s ledger=%s dynamolive=%s dynamo=%s", w.n.Load(), plainState, storeStatus, ledgerStatus, dynLive, dynFlight)
 		return idem.Result{Status: 200}, nil
 	})
+	if !ran {
+		say("unclaimed %d %s", i, out.Kind)
+		return
+	}
 	say("result %d %s kind=%s", i, res, out.Kind)
 }
 

@@ -44,7 +44,13 @@ func testRestart(t *testing.T, durable bool, args ...string) {
 		invocation = 2 * time.Second
 	)
 	srv := testsupport.StartRedis(t, args...)
-	rec := &recorder{checkClaim: claimChecker(srv.NewClient(), prefix)}
+	var outageMu sync.Mutex
+	var stopBegan, startBegan time.Time
+	rec := &recorder{checkClaim: restartClaimChecker(srv.NewClient(), prefix, func() (time.Time, time.Time) {
+		outageMu.Lock()
+		defer outageMu.Unlock()
+		return stopBegan, startBegan
+	})}
 	f := newFleet(t, rec, invocation)
 	for range environments {
 		f.add(map[string]string{"REDIS_URL": srv.URL()})
@@ -59,10 +65,16 @@ func testRestart(t *testing.T, durable bool, args ...string) {
 	outage := make(chan error, 1)
 	go func() {
 		time.Sleep(stopAfter)
+		outageMu.Lock()
+		stopBegan = time.Now()
+		outageMu.Unlock()
 		err := srv.Stop()
 		stoppedAt = time.Now()
 		time.Sleep(downFor)
 		restartBegin = time.Now()
+		outageMu.Lock()
+		startBegan = restartBegin
+		outageMu.Unlock()
 		if err == nil {
 			err = srv.Start()
 		}
