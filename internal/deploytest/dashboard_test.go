@@ -233,21 +233,9 @@ func accessLogFields(t *testing.T, s *stack) []string {
 // Every saved query, and the dashboard's log widget, reads only fields its log groups' lines
 // hold: the functions' request and guard lines, or the API's access log.
 func TestTheSavedQueriesReadLoggedFields(t *testing.T) {
-	builtin := []string{"@timestamp", "@message", "@logStream", "@log"}
-	functions := append(functionsEmit(t).fields, builtin...)
+	functions := append(functionsEmit(t).fields, insightsBuiltins...)
 	forEachSet(t, func(t *testing.T, s *stack) {
-		access := append(accessLogFields(t, s), builtin...)
-		check := func(name, q string, fields []string) {
-			got := queryFields(q)
-			if len(got) == 0 {
-				t.Errorf("%s: no field found in %q", name, q)
-			}
-			for _, f := range got {
-				if !slices.Contains(fields, f) {
-					t.Errorf("%s reads %s, which its log lines do not hold (%v)", name, f, fields)
-				}
-			}
-		}
+		access := append(accessLogFields(t, s), insightsBuiltins...)
 		queries := s.ofType("AWS::Logs::QueryDefinition")
 		if len(queries) < 4 {
 			t.Errorf("%d saved queries, want at least 4", len(queries))
@@ -265,24 +253,52 @@ func TestTheSavedQueriesReadLoggedFields(t *testing.T) {
 				}
 				fields = access
 			}
-			check(name, jsonString(p["QueryString"]), fields)
+			checkQueryFields(t, name, jsonString(p["QueryString"]), fields)
 		}
 		for _, w := range asList(dashboardBody(t, s)["widgets"]) {
 			if q, ok := get(w, "properties", "query").(string); ok {
 				if !strings.HasPrefix(q, "SOURCE 'VAR_AccessLogGroup' |") {
 					t.Errorf("log widget %q does not read the access log", q)
 				}
-				check("the dashboard's log widget", q, access)
+				checkQueryFields(t, "the dashboard's log widget", q, access)
 			}
 		}
-		for key := range s.Resources {
-			if fn, ok := strings.CutSuffix(key, "Function"); ok && strings.HasPrefix(fn, "Webhook") {
-				if _, ok := s.Resources[fn+"EventQuery"]; !ok {
-					t.Errorf("%s has no saved query for one event", key)
-				}
-			}
-		}
+		checkEveryProviderHasItsQueries(t, s)
 	})
+}
+
+// insightsBuiltins are the fields Logs Insights adds to every line.
+var insightsBuiltins = []string{"@timestamp", "@message", "@logStream", "@log"}
+
+// checkQueryFields checks that query q reads some fields, and only fields among fields.
+func checkQueryFields(t *testing.T, name, q string, fields []string) {
+	t.Helper()
+	got := queryFields(q)
+	if len(got) == 0 {
+		t.Errorf("%s: no field found in %q", name, q)
+	}
+	for _, f := range got {
+		if !slices.Contains(fields, f) {
+			t.Errorf("%s reads %s, which its log lines do not hold (%v)", name, f, fields)
+		}
+	}
+}
+
+// checkEveryProviderHasItsQueries checks that each webhook function of Fn::ForEach has its
+// saved queries.
+func checkEveryProviderHasItsQueries(t *testing.T, s *stack) {
+	t.Helper()
+	for key := range s.Resources {
+		fn, ok := strings.CutSuffix(key, "Function")
+		if !ok || !strings.HasPrefix(fn, "Webhook") {
+			continue
+		}
+		for _, q := range []string{"EventQuery", "FailedQuery", "NotStoredQuery"} {
+			if _, ok := s.Resources[fn+q]; !ok {
+				t.Errorf("%s has no %s", key, fn+q)
+			}
+		}
+	}
 }
 
 // The query parser finds what a query reads, and only that.
