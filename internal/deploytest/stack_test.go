@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	consumerfn "github.com/idemlambda/idem/internal/functions/consumer/handler"
 	"github.com/idemlambda/idem/internal/preset"
@@ -739,16 +740,18 @@ const (
 func storageCosts(t *testing.T) (sizes recordSizes, perMillionMB, breakEvenMillions, perMillionAbove float64) {
 	t.Helper()
 	sizes = readRecordSizes(t)
-	stripe, ok := preset.Lookup("stripe")
-	if !ok {
-		t.Fatal("no stripe preset")
-	}
-	byteHours := float64(sizes.Webhook.Bytes)*stripe.ResultTTL.Hours() + float64(sizes.Consumer.Bytes)*consumerfn.DefaultResultTTL.Hours()
+	byteHours := float64(sizes.Webhook.Bytes)*stripeTTL().Hours() + float64(sizes.Consumer.Bytes)*consumerfn.DefaultResultTTL.Hours()
 	resident := deliveriesPerMo / hoursPerMonth * byteHours // bytes held for 1M deliveries a month
 	perMillionMB = resident / 1e6
 	breakEvenMillions = cacheMinimumGB * 1e9 / resident
 	perMillionAbove = resident / 1e9 * cacheGBHour * hoursPerMonth
 	return sizes, perMillionMB, breakEvenMillions, perMillionAbove
+}
+
+// stripeTTL is how long the webhook function keeps a Stripe delivery's result.
+func stripeTTL() time.Duration {
+	p, _ := preset.Lookup("stripe")
+	return p.ResultTTL
 }
 
 // The cost table's storage row cites the measured record sizes and what follows from them.
@@ -765,8 +768,8 @@ func checkStorageRow(t *testing.T, doc string) {
 		t.Fatal("docs/deploy.md's cost table has no storage row")
 	}
 	for _, want := range []string{
-		fmt.Sprintf("%d bytes", sizes.Webhook.Bytes),
-		fmt.Sprintf("%d bytes", sizes.Consumer.Bytes),
+		fmt.Sprintf("%d bytes (webhook record, held %.0f h)", sizes.Webhook.Bytes, stripeTTL().Hours()),
+		fmt.Sprintf("%d bytes (consumer record, held %.0f h)", sizes.Consumer.Bytes, consumerfn.DefaultResultTTL.Hours()),
 		fmt.Sprintf("%.0f MB", mb),
 		fmt.Sprintf("%.2fM deliveries a month", breakEven),
 		fmt.Sprintf("$%s per further 1M", dollars(above)),
