@@ -377,6 +377,14 @@ func (g *Guard) runIn(ctx context.Context, c *call, work Work) (Result, error) {
 
 // released turns the reply to the release script into the outcome of failed work.
 func released(out Outcome, werr error, n int64, err error) (Outcome, error) {
+	if errors.Is(werr, errClaimTooLate) {
+		// Nothing ran: the store answered too late for its claim to be relied on.
+		out.Kind = Unavailable
+		if err != nil {
+			return out, fmt.Errorf("%w (claim not released, it expires at its TTL: %v)", werr, err)
+		}
+		return out, werr
+	}
 	out.Kind = Failed
 	switch {
 	case err != nil:

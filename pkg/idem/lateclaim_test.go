@@ -84,15 +84,15 @@ func TestWorkNeverStartsWhenTheClaimsReplyComesTooLate(t *testing.T) {
 
 			key := Key{Scope: "late", ID: "do"}
 			out, err := g.Do(context.Background(), key, fp, work)
-			if ran.Load() != 0 || out.Kind != Failed || !errors.Is(err, errClaimTooLate) {
-				t.Fatalf("Do with the claim's reply %s late: work ran %d times, %v, %v; want no run, failed, the late-claim error",
+			if ran.Load() != 0 || out.Kind != Unavailable || !errors.Is(err, errClaimTooLate) || !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("Do with the claim's reply %s late: work ran %d times, %v, %v; want no run, unavailable, the late-claim error",
 					tc.delay, ran.Load(), out.Kind, err)
 			}
 			items := []Item{{Key: Key{Scope: "late", ID: "b1"}, Fingerprint: fp, Work: work}, {Key: Key{Scope: "late", ID: "b2"}, Fingerprint: fp, Work: work}}
 			outs, errs := g.DoBatch(context.Background(), items, nil)
 			for i := range outs {
-				if outs[i].Kind != Failed || !errors.Is(errs[i], errClaimTooLate) {
-					t.Errorf("batch item %d: %v, %v; want failed, the late-claim error", i, outs[i].Kind, errs[i])
+				if outs[i].Kind != Unavailable || !errors.Is(errs[i], errClaimTooLate) {
+					t.Errorf("batch item %d: %v, %v; want unavailable, the late-claim error", i, outs[i].Kind, errs[i])
 				}
 			}
 			if n := ran.Load(); n != 0 {
@@ -128,8 +128,8 @@ func TestBatchWorkCalledAfterItsDeadlineDoesNotRun(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // past the deadline: 600ms - 500ms after the claim
 		_ = work(claimed[1])
 	})
-	if outs[0].Kind != Executed || outs[1].Kind != Failed || !errors.Is(errs[1], errClaimTooLate) {
-		t.Fatalf("outcomes %v %v (%v); want executed, then failed with the late-claim error", outs[0].Kind, outs[1].Kind, errs[1])
+	if outs[0].Kind != Executed || outs[1].Kind != Unavailable || !errors.Is(errs[1], errClaimTooLate) {
+		t.Fatalf("outcomes %v %v (%v); want executed, then unavailable with the late-claim error", outs[0].Kind, outs[1].Kind, errs[1])
 	}
 	if n := ran.Load(); n != 1 {
 		t.Fatalf("work ran %d times; want 1", n)

@@ -227,10 +227,12 @@ func superseded(out Outcome, by int64) (Outcome, error) {
 	return out, fmt.Errorf("%w: version %d of the object completed", ErrSuperseded, by)
 }
 
-// errClaimTooLate is the failure of a claim whose work was to start when its deadline had
-// passed (the claim's reply came late, or a batch's run called the work late): the work did not
-// run, and the claim was released.
-var errClaimTooLate = errors.New("idem: the work's deadline had passed when it was to start (a late claim reply); the work did not run")
+// errClaimTooLate is the error of a claim whose work was to start when its deadline had passed
+// (the claim's reply came late, or a batch's run called the work late): the work did not run,
+// the claim was released, and the outcome is Unavailable, so that the caller answers as for a
+// store it cannot rely on (the webhook functions: 503 with retry-after) and the next delivery
+// runs the work under a claim of its own.
+var errClaimTooLate = fmt.Errorf("%w: the work's deadline had passed when it was to start (a late claim reply); the work did not run", ErrUnavailable)
 
 // doOrdered is DoOrdered, before the observer hears of the outcome.
 func (g *Guard) doOrdered(ctx context.Context, c *call, o *orderedCall, key Key, order Order, fp Fingerprint, work Work) (Outcome, error) {

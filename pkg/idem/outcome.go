@@ -36,7 +36,8 @@ const (
 	NotStored
 	// Unavailable: the store could not be reached, or held a record this package did not write,
 	// or could not be relied on: too few replicas acknowledged the claim (WithMinReplicas), or
-	// its eviction policy is refused (WithUnsafeEviction). Nothing ran (fail closed).
+	// its eviction policy is refused (WithUnsafeEviction), or the claim's reply came with less
+	// than the safety margin of its TTL left (the claim is released). Nothing ran (fail closed).
 	Unavailable
 	// ExecutedUnguarded: the store could not be reached and the guard was built with
 	// WithFailOpen, so the work ran without a claim. Nothing was stored.
