@@ -309,3 +309,91 @@ func TestQueryFieldsFindsWhatAQueryReads(t *testing.T) {
 		t.Errorf("queryFields = %v, want %v", got, want)
 	}
 }
+
+// cwTokens splits s into the tokens CloudWatch's metric search matches, as its documentation
+// describes them (search-expression-syntax, "Tokenization"): non-alphanumeric characters
+// delimit, and a capital after a lower-case letter, a capital followed by a lower-case letter
+// after capitals (SDBFailure: sdb, failure) and a digit after a letter start a new token. All
+// tokens are lower case.
+func cwTokens(s string) []string {
+	var out []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.ToLower(string(cur)))
+			cur = nil
+		}
+	}
+	rs := []rune(s)
+	for i, r := range rs {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum {
+			flush()
+			continue
+		}
+		if len(cur) > 0 {
+			prev := cur[len(cur)-1]
+			isUpper, isDigit := r >= 'A' && r <= 'Z', r >= '0' && r <= '9'
+			prevLower, prevUpper, prevDigit := prev >= 'a' && prev <= 'z', prev >= 'A' && prev <= 'Z', prev >= '0' && prev <= '9'
+			nextLower := i+1 < len(rs) && rs[i+1] >= 'a' && rs[i+1] <= 'z'
+			if isUpper && (prevLower || prevDigit || prevUpper && nextLower) || isDigit && !prevDigit {
+				flush()
+			}
+		}
+		cur = append(cur, r)
+	}
+	flush()
+	return out
+}
+
+// searchFinds reports whether a partial-match search term finds value: the term's tokens
+// appear in value's tokens, consecutively (a composite token).
+func searchFinds(term, value string) bool {
+	want, have := cwTokens(term), cwTokens(value)
+	for i := 0; i+len(want) <= len(have); i++ {
+		if slices.Equal(have[i:i+len(want)], want) {
+			return true
+		}
+	}
+	return false
+}
+
+// The tokenizer splits as CloudWatch's documentation shows.
+func TestCloudWatchTokens(t *testing.T) {
+	for s, want := range map[string][]string{
+		"CustomCount1":      {"custom", "count", "1"},
+		"SDBFailure":        {"sdb", "failure"},
+		"Project2-trial333": {"project", "2", "trial", "333"},
+	} {
+		if got := cwTokens(s); !slices.Equal(got, want) {
+			t.Errorf("cwTokens(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// The dashboard's searches (function=<stack name>) find every function of the stack under the
+// name CloudFormation gives it, <stack>-<logical ID>-<suffix>, each webhook function of
+// Fn::ForEach included, and none of a stack whose name only starts alike.
+func TestTheDashboardFindsEveryFunctionOfItsStack(t *testing.T) {
+	s := deploy(t, map[string]string{"WebhookProviders": allProviders})
+	var functions []string
+	for name, r := range s.Resources {
+		if r["Type"] == "AWS::Serverless::Function" {
+			functions = append(functions, name)
+		}
+	}
+	if len(functions) < 25 {
+		t.Fatalf("%d functions with every provider", len(functions))
+	}
+	for _, stackName := range []string{"idem-dev", "idem-prod", "shop", "Payments2"} {
+		for _, fn := range functions {
+			deployed := stackName + "-" + fn + "-1A2B3C4D5E6F"
+			if !searchFinds(stackName, deployed) {
+				t.Errorf("function=%s does not find %s", stackName, deployed)
+			}
+			if other := stackName + "x-" + fn + "-1A2B3C4D5E6F"; searchFinds(stackName, other) {
+				t.Errorf("function=%s finds %s, another stack's", stackName, other)
+			}
+		}
+	}
+}
