@@ -326,24 +326,34 @@ func cwTokens(s string) []string {
 	}
 	rs := []rune(s)
 	for i, r := range rs {
-		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
-		if !alnum {
+		if !isAlnum(r) {
 			flush()
 			continue
 		}
-		if len(cur) > 0 {
-			prev := cur[len(cur)-1]
-			isUpper, isDigit := r >= 'A' && r <= 'Z', r >= '0' && r <= '9'
-			prevLower, prevUpper, prevDigit := prev >= 'a' && prev <= 'z', prev >= 'A' && prev <= 'Z', prev >= '0' && prev <= '9'
-			nextLower := i+1 < len(rs) && rs[i+1] >= 'a' && rs[i+1] <= 'z'
-			if isUpper && (prevLower || prevDigit || prevUpper && nextLower) || isDigit && !prevDigit {
-				flush()
-			}
+		next := rune(0)
+		if i+1 < len(rs) {
+			next = rs[i+1]
+		}
+		if len(cur) > 0 && startsToken(cur[len(cur)-1], r, next) {
+			flush()
 		}
 		cur = append(cur, r)
 	}
 	flush()
 	return out
+}
+
+func isAlnum(r rune) bool { return isLower(r) || isUpper(r) || isDigit(r) }
+func isLower(r rune) bool { return r >= 'a' && r <= 'z' }
+func isUpper(r rune) bool { return r >= 'A' && r <= 'Z' }
+func isDigit(r rune) bool { return r >= '0' && r <= '9' }
+
+// startsToken reports whether r, after prev and before next, begins a new token.
+func startsToken(prev, r, next rune) bool {
+	if isDigit(r) {
+		return !isDigit(prev)
+	}
+	return isUpper(r) && (isLower(prev) || isDigit(prev) || isUpper(prev) && isLower(next))
 }
 
 // searchFinds reports whether a partial-match search term finds value: the term's tokens
