@@ -3,12 +3,15 @@ package deploytest
 import (
 	"bufio"
 	"fmt"
-	"github.com/idemlambda/idem/internal/preset"
 	"math"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	consumerfn "github.com/idemlambda/idem/internal/functions/consumer/handler"
+	"github.com/idemlambda/idem/internal/preset"
 )
 
 // parameterSets are the deployments every check of this file holds for: the defaults (Profile
@@ -658,6 +661,7 @@ const (
 	valkeyMinimum            = 0.1 * 0.084 * hoursPerMonth // 100 MB at $0.084 per GB-hour
 	secretPerMonth           = 0.40
 	alarmPerMonth            = 0.10
+	dashboardPerMonth        = 3.0 // beyond the account's first three, which are free
 	kmsKeyPerMonth           = 1.0
 	// The consumer's event source mapping long-polls the queue: 5 polls of 20 s, continuously,
 	// at $0.50 per million FIFO requests.
@@ -682,6 +686,7 @@ func idleCost(s *stack) float64 {
 	}
 	cost += float64(len(s.ofType("AWS::SecretsManager::Secret"))) * secretPerMonth
 	cost += float64(len(s.ofType("AWS::CloudWatch::Alarm"))) * alarmPerMonth
+	cost += float64(len(s.ofType("AWS::CloudWatch::Dashboard"))) * dashboardPerMonth
 	cost += float64(len(s.ofType("AWS::KMS::Key"))) * kmsKeyPerMonth
 	if len(s.ofType("AWS::Lambda::EventSourceMapping")) > 0 {
 		cost += queuePollsPerMonth
@@ -717,6 +722,67 @@ func TestTheCostTableMatchesTheTemplate(t *testing.T) {
 		t.Errorf("Profile=dev costs $%.2f a month idle, over $15", dev)
 	}
 	t.Logf("idle: prod $%.2f, dev $%.2f a month", prod, dev)
+	checkStorageRow(t, string(doc))
+}
+
+// Storage of ElastiCache Serverless: $0.084 per GB-hour, 100 MB minimum, in decimal units
+// (the higher estimate).
+const (
+	cacheGBHour     = 0.084
+	cacheMinimumGB  = 0.1
+	deliveriesPerMo = 1e6
+)
+
+// storageCosts computes, from the measured record sizes, the bytes one million webhook
+// deliveries a month keep in the cache in steady state (each record held its TTL: Stripe's
+// result retention for the webhook function's, the consumer's own), the monthly delivery rate
+// at which they outgrow the cache's minimum, and what each further million costs.
+func storageCosts(t *testing.T) (sizes recordSizes, perMillionMB, breakEvenMillions, perMillionAbove float64) {
+	t.Helper()
+	sizes = readRecordSizes(t)
+	byteHours := float64(sizes.Webhook.Bytes)*stripeTTL().Hours() + float64(sizes.Consumer.Bytes)*consumerfn.DefaultResultTTL.Hours()
+	resident := deliveriesPerMo / hoursPerMonth * byteHours // bytes held for 1M deliveries a month
+	perMillionMB = resident / 1e6
+	breakEvenMillions = cacheMinimumGB * 1e9 / resident
+	perMillionAbove = resident / 1e9 * cacheGBHour * hoursPerMonth
+	return sizes, perMillionMB, breakEvenMillions, perMillionAbove
+}
+
+// stripeTTL is how long the webhook function keeps a Stripe delivery's result.
+func stripeTTL() time.Duration {
+	p, _ := preset.Lookup("stripe")
+	return p.ResultTTL
+}
+
+// The cost table's storage row cites the measured record sizes and what follows from them.
+func checkStorageRow(t *testing.T, doc string) {
+	t.Helper()
+	sizes, mb, breakEven, above := storageCosts(t)
+	var row string
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "| ElastiCache Serverless (Valkey), storage |") {
+			row = line
+		}
+	}
+	if row == "" {
+		t.Fatal("docs/deploy.md's cost table has no storage row")
+	}
+	for _, want := range []string{
+		fmt.Sprintf("%d bytes (webhook record, held %.0f h)", sizes.Webhook.Bytes, stripeTTL().Hours()),
+		fmt.Sprintf("%d bytes (consumer record, held %.0f h)", sizes.Consumer.Bytes, consumerfn.DefaultResultTTL.Hours()),
+		fmt.Sprintf("%.0f MB", mb),
+		fmt.Sprintf("%.2fM deliveries a month", breakEven),
+		fmt.Sprintf("$%s per further 1M", dollars(above)),
+		"record-sizes.json",
+	} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the storage row does not say %q (from bench/results/record-sizes.json): %s", want, row)
+		}
+	}
+	if breakEven < 1 {
+		t.Errorf("1M deliveries a month outgrow the cache's minimum (%.0f MB); the table says $0", mb)
+	}
+	t.Logf("storage: %.1f MB for 1M deliveries a month, minimum outgrown at %.2fM, then $%.2f per 1M", mb, breakEven, above)
 }
 
 // dollars writes v rounded to the cent.
